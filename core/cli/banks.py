@@ -1,0 +1,164 @@
+"""Banks and their memories: banks, bank create|delete|rename, memories list, verify, repair."""
+
+from __future__ import annotations
+
+import argparse
+
+from core.cli.output import print_json, short_time
+from core.engine import Engine
+from core.types import Network
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("banks", help="list banks")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=list_banks)
+
+    bank = sub.add_parser("bank", help="create, delete or rename a bank")
+    bank_sub = bank.add_subparsers(dest="bank_command", metavar="ACTION", required=True)
+    create = bank_sub.add_parser("create", help="create a bank")
+    create.add_argument("name")
+    create.add_argument("--background", default="")
+    create.add_argument("--agent", default="", help="which speaker is the agent ('I')")
+    create.set_defaults(handler=create_bank)
+    delete = bank_sub.add_parser("delete", help="delete a bank and everything in it")
+    delete.add_argument("name")
+    delete.add_argument("--yes", action="store_true", help="do not ask to confirm")
+    delete.set_defaults(handler=delete_bank)
+    rename = bank_sub.add_parser("rename", help="rename a bank")
+    rename.add_argument("name")
+    rename.add_argument("new_name")
+    rename.set_defaults(handler=rename_bank)
+
+    memories = sub.add_parser("memories", help="browse memory units")
+    mem_sub = memories.add_subparsers(dest="memories_command", metavar="ACTION", required=True)
+    lst = mem_sub.add_parser("list", help="list units with filters")
+    lst.add_argument("bank")
+    lst.add_argument("--network", choices=[n.value for n in Network], action="append")
+    lst.add_argument("--entity")
+    lst.add_argument("--text", help="case-insensitive substring")
+    lst.add_argument("--since", type=_date, help="occurred on or after (YYYY-MM-DD)")
+    lst.add_argument("--until", type=_date, help="occurred before (YYYY-MM-DD)")
+    lst.add_argument("--status", default="active", help="active, retracted or any")
+    lst.add_argument("--order", default="occurred_start")
+    lst.add_argument("--desc", action="store_true")
+    lst.add_argument("--limit", type=int, default=50)
+    lst.add_argument("--offset", type=int, default=0)
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(handler=list_memories)
+
+    verify = sub.add_parser("verify", help="check that DuckDB, LanceDB and Tantivy agree")
+    verify.add_argument("bank")
+    verify.add_argument("--json", action="store_true")
+    verify.set_defaults(handler=verify_bank)
+    repair = sub.add_parser("repair", help="re-derive the indexes where they disagree")
+    repair.add_argument("bank")
+    repair.add_argument("--rebuild", action="store_true", help="rebuild both indexes entirely")
+    repair.set_defaults(handler=repair_bank)
+
+
+def _date(text: str):
+    from datetime import datetime
+
+    return datetime.fromisoformat(text)
+
+
+def list_banks(args, engine: Engine) -> int:
+    banks = engine.banks()
+    if args.json:
+        print_json(
+            [{"name": b.name, "folder": str(b.folder), "created_at": b.created_at} for b in banks]
+        )
+    elif not banks:
+        print(f"no banks in {engine.banks_dir} (create one: engram bank create NAME)")
+    else:
+        for b in banks:
+            print(b.name)
+    return 0
+
+
+def create_bank(args, engine: Engine) -> int:
+    bank = engine.create_bank(args.name, background=args.background, agent_name=args.agent)
+    print(f"created bank {bank.name!r} in {bank.folder}")
+    return 0
+
+
+def delete_bank(args, engine: Engine) -> int:
+    if not args.yes:
+        typed = input(f"Type the bank's name to delete it for good ({args.name}): ")
+        if typed != args.name:
+            print("names differ: nothing deleted")
+            return 1
+    engine.delete_bank(args.name)
+    print(f"deleted bank {args.name!r}")
+    return 0
+
+
+def rename_bank(args, engine: Engine) -> int:
+    engine.rename_bank(args.name, args.new_name)
+    print(f"renamed {args.name!r} to {args.new_name!r}")
+    return 0
+
+
+def list_memories(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    filters = {
+        "entity": args.entity,
+        "text": args.text,
+        "start": args.since,
+        "end": args.until,
+        "status": None if args.status == "any" else args.status,
+    }
+    units = bank.units(
+        args.network,
+        order=args.order,
+        descending=args.desc,
+        offset=args.offset,
+        limit=args.limit,
+        **filters,
+    )
+    if args.json:
+        print_json(units)
+        return 0
+    total = bank.count(args.network, **filters)
+    for u in units:
+        conf = f" ({u.confidence:.2f})" if u.confidence is not None else ""
+        print(f"{u.id}  {u.network.value:<11} {short_time(u.occurred_start)}  {u.text}{conf}")
+    print(f"-- {len(units)} of {total} shown (offset {args.offset})")
+    return 0
+
+
+def verify_bank(args, engine: Engine) -> int:
+    report = engine.open_bank(args.bank).verify()
+    if args.json:
+        print_json({**vars(report), "ok": report.ok})
+    else:
+        _print_report(report)
+    return 0 if report.ok else 1
+
+
+def repair_bank(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    if args.rebuild:
+        bank.store.rebuild_indexes()
+    report = bank.repair()
+    _print_report(report)
+    return 0 if report.ok else 1
+
+
+def _print_report(report) -> None:
+    print(
+        f"units {report.units}, vectors {report.vectors}, bm25 {report.lexical}, queued {report.pending}"
+    )
+    for label, ids in (
+        ("missing from vectors", report.missing_vectors),
+        ("missing from bm25", report.missing_lexical),
+        ("stale in vectors", report.extra_vectors),
+        ("stale in bm25", report.extra_lexical),
+    ):
+        if ids:
+            print(f"{label}: {len(ids)} ({', '.join(ids[:5])}{' …' if len(ids) > 5 else ''})")
+    for table, count in report.dangling.items():
+        if count:
+            print(f"dangling rows in {table}: {count}")
+    print("OK: the three stores agree" if report.ok else "NOT OK: run `engram repair BANK`")

@@ -1,0 +1,46 @@
+"""Small helpers for printing command results."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, is_dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+
+def to_jsonable(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(asdict(value))
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
+def print_json(value: Any) -> None:
+    json.dump(to_jsonable(value), sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def short_time(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if value else "-"
+
+
+def progress_printer(label: str):
+    """A Progress callback that rewrites one stderr line."""
+
+    def progress(done: int, total: int, message: str = "") -> None:
+        of = f"/{total}" if total else ""
+        sys.stderr.write(f"\r{label}: {done}{of} {message}".ljust(79)[:79])
+        if total and done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return progress

@@ -1,0 +1,45 @@
+"""Bank configuration: every tunable with its default, in one place.
+
+A bank stores only the values a person changed; `bank_config` lays them over
+these defaults, so the settings pane can show each default beside its value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    # retain
+    "retain.opinion_alpha": 0.1,
+    "retain.entity_name_weight": 0.6,
+    "retain.entity_cooccurrence_weight": 0.25,
+    "retain.entity_time_weight": 0.15,
+    "retain.entity_merge_threshold": 0.75,
+    "retain.entity_links_per_entity": 20,
+    "retain.temporal_window_hours": 72.0,
+    "retain.temporal_decay_hours": 24.0,
+    "retain.semantic_top_k": 5,
+    "retain.semantic_threshold": 0.7,
+    "retain.duplicate_similarity": 0.95,
+    "retain.duplicate_window_hours": 24.0,
+    # recall
+    "recall.rrf_k": 60,
+    "recall.activation_decay": 0.8,
+    "recall.activation_threshold": 0.05,
+    "recall.activation_steps": 3,
+    "recall.seed_similarity_floor": 0.3,
+    "recall.mu_causal": 1.0,
+    "recall.mu_entity": 0.9,
+    "recall.mu_temporal": 0.6,
+    "recall.mu_semantic": 0.6,
+}
+
+
+def bank_config(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    config = dict(DEFAULTS)
+    for key, value in (overrides or {}).items():
+        if key not in DEFAULTS:
+            raise KeyError(f"unknown setting {key!r}")
+        config[key] = type(DEFAULTS[key])(value)
+    return config

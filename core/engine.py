@@ -1,0 +1,193 @@
+"""The engine: where banks live, and the providers they share.
+
+One bank is one folder under the data folder (`ENGRAM_HOME`, else the
+platform's user data dir). The folder name is a slug of the bank's name; the
+name itself is kept in `bank.json` beside the stores, so listing banks never
+opens a database another process may hold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from core.bank import Bank
+from core.store.bank_store import BankStore, utcnow
+from core.store.lock import BankLock
+from core.types import BankExistsError, BankNotFoundError, Change, InvalidInputError, Kind
+
+LABEL = "bank.json"
+MAX_NAME = 100
+# The default embedding model's identity is known without loading it, so
+# opening a bank to list memories does not pay for loading torch weights.
+DEFAULT_EMBEDDING = ("sentence-transformers/all-MiniLM-L6-v2", 384)
+
+
+@dataclass(frozen=True)
+class BankInfo:
+    name: str
+    folder: Path
+    created_at: str
+
+
+def default_home() -> Path:
+    env = os.environ.get("ENGRAM_HOME")
+    return Path(env) if env else Path(platformdirs.user_data_dir("engram-studio", "engram"))
+
+
+def _slug(name: str) -> str:
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")
+    return slug[:60] or "bank"
+
+
+def validate_bank_name(name: str) -> str:
+    if not isinstance(name, str):
+        raise InvalidInputError("a bank name must be text")
+    name = name.strip()
+    if not name:
+        raise InvalidInputError("a bank name cannot be empty")
+    if len(name) > MAX_NAME:
+        raise InvalidInputError(f"a bank name is at most {MAX_NAME} characters")
+    if any(unicodedata.category(c).startswith("C") for c in name):
+        raise InvalidInputError("a bank name cannot contain control characters")
+    return name
+
+
+class Engine:
+    def __init__(self, home: str | Path | None = None, embedder=None) -> None:
+        self.home = Path(home) if home is not None else default_home()
+        self.banks_dir = self.home / "banks"
+        self.banks_dir.mkdir(parents=True, exist_ok=True)
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        self._open: dict[Path, Bank] = {}
+
+    # -- providers -----------------------------------------------------------
+
+    @property
+    def embedder(self):
+        with self._embedder_lock:
+            if self._embedder is None:
+                from core.providers.embedder import shared_embedder
+
+                self._embedder = shared_embedder()
+            return self._embedder
+
+    @property
+    def embedding_spec(self) -> tuple[str, int]:
+        if self._embedder is None:
+            return DEFAULT_EMBEDDING
+        return self._embedder.name, self._embedder.dim
+
+    # -- banks ---------------------------------------------------------------
+
+    def banks(self) -> list[BankInfo]:
+        infos = []
+        for folder in sorted(self.banks_dir.iterdir()):
+            label = _read_label(folder)
+            if label is not None:
+                infos.append(BankInfo(label["name"], folder, label.get("created_at", "")))
+        return sorted(infos, key=lambda b: b.name.lower())
+
+    def _find(self, name: str) -> Path:
+        for info in self.banks():
+            if info.name == name:
+                return info.folder
+        raise BankNotFoundError(f"no bank named {name!r} in {self.banks_dir}")
+
+    def bank_name(self, folder: Path) -> str:
+        label = _read_label(folder)
+        return label["name"] if label else folder.name
+
+    def create_bank(self, name: str, *, background: str = "", agent_name: str = "") -> Bank:
+        name = validate_bank_name(name)
+        if any(info.name == name for info in self.banks()):
+            raise BankExistsError(f"a bank named {name!r} already exists")
+        slug = _slug(name)
+        folder = self.banks_dir / slug
+        n = 2
+        while folder.exists():
+            folder = self.banks_dir / f"{slug}-{n}"
+            n += 1
+        folder.mkdir()
+        # The label is written last: a folder without one is not a bank yet.
+        bank = self._open_folder(folder, name)
+        if background or agent_name:
+            bank.set_profile(background=background, agent_name=agent_name)
+        _write_label(folder, {"name": name, "created_at": utcnow().isoformat()})
+        return bank
+
+    def open_bank(self, name: str) -> Bank:
+        folder = self._find(name)
+        return self._open_folder(folder, name)
+
+    def _open_folder(self, folder: Path, name: str) -> Bank:
+        if folder in self._open and not self._open[folder].closed:
+            return self._open[folder]
+        model, dim = self.embedding_spec
+        store = BankStore(folder, name, model, dim)
+        bank = Bank(self, folder, store)
+        self._open[folder] = bank
+        return bank
+
+    def _forget(self, bank: Bank) -> None:
+        self._open.pop(bank.folder, None)
+
+    def rename_bank(self, old: str, new: str) -> Change:
+        new = validate_bank_name(new)
+        folder = self._find(old)
+        if new != old and any(info.name == new for info in self.banks()):
+            raise BankExistsError(f"a bank named {new!r} already exists")
+        label = _read_label(folder) or {}
+        _write_label(folder, {**label, "name": new})
+        if folder in self._open:
+            self._open[folder].store.name = new
+        return Change.of(updated={Kind.BANK: [new]}, removed={Kind.BANK: [old]})
+
+    def delete_bank(self, name: str) -> Change:
+        folder = self._find(name)
+        if folder in self._open:
+            self._open[folder].close()
+        # Refuse while another process holds it; the lock error names the PID.
+        lock = BankLock(folder, name)
+        lock.acquire()
+        try:
+            # Without its label the folder is no longer listed, even if the
+            # removal below is interrupted.
+            (folder / LABEL).unlink()
+        finally:
+            lock.release()
+        shutil.rmtree(folder)
+        return Change.of(removed={Kind.BANK: [name]})
+
+    def close(self) -> None:
+        for bank in list(self._open.values()):
+            bank.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _read_label(folder: Path) -> dict | None:
+    try:
+        return json.loads((folder / LABEL).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_label(folder: Path, label: dict) -> None:
+    tmp = folder / (LABEL + ".tmp")
+    tmp.write_text(json.dumps(label), "utf-8")
+    os.replace(tmp, folder / LABEL)

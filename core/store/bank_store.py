@@ -1,0 +1,276 @@
+"""One bank on disk: DuckDB as the source of truth, LanceDB and Tantivy derived.
+
+The write order is the whole crash-safety argument:
+
+1. one DuckDB transaction changes the rows *and* queues the touched unit ids
+   in `index_queue`;
+2. the indexes are brought in line with DuckDB for the queued ids
+   (delete by id, then add what DuckDB holds: idempotent);
+3. the queue rows are deleted.
+
+A crash after 1 leaves queued ids that the next open replays; a crash inside 2
+is replayed the same way; a crash before 1 commits loses nothing that was
+reported as written. So the three stores can only disagree about ids that are
+still queued, and opening the bank drains the queue.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from core.store.lexical import LexicalIndex
+from core.store.lock import BankLock
+from core.store.schema import migrate
+from core.store.vectors import VectorIndex
+from core.types import EmbeddingMismatchError, VerifyReport
+
+DB_NAME = "bank.duckdb"
+VECTORS_DIR = "vectors"
+BM25_DIR = "bm25"
+INDEX_CHUNK = 5000
+
+
+def utcnow() -> datetime:
+    """Naive UTC, the one time convention inside the engine."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+@dataclass
+class Tx:
+    """An open write transaction. Rows go through `con`; units whose index
+    entries must follow are named with `touch`."""
+
+    con: duckdb.DuckDBPyConnection
+    touched: set[str] = field(default_factory=set)
+
+    def touch(self, unit_ids: Iterable[str]) -> None:
+        new = [i for i in unit_ids if i not in self.touched]
+        if new:
+            self.con.execute("INSERT OR IGNORE INTO index_queue SELECT unnest(?)", [new])
+            self.touched.update(new)
+
+
+class BankStore:
+    def __init__(self, folder: Path, name: str, embedding_model: str, dim: int) -> None:
+        self.folder = folder
+        self.name = name
+        self._lock = BankLock(folder, name)
+        self._lock.acquire()
+        try:
+            self._db = duckdb.connect(str(folder / DB_NAME))
+            migrate(self._db)
+            self.embedding_model, self.dim = self._check_embedding(embedding_model, dim)
+            self.vectors = VectorIndex(folder / VECTORS_DIR, self.dim)
+            self.lexical = LexicalIndex(folder / BM25_DIR)
+        except BaseException:
+            self._close_handles()
+            raise
+        self._write_lock = threading.RLock()
+        self.recover()
+
+    # -- connections ---------------------------------------------------------
+
+    def reader(self) -> duckdb.DuckDBPyConnection:
+        """A cursor for reads; cheap, and safe to use from the calling thread only."""
+        return self._db.cursor()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        """One unit of work: DuckDB commit first, then the indexes catch up."""
+        with self._write_lock:
+            con = self._db.cursor()
+            con.execute("BEGIN TRANSACTION")
+            tx = Tx(con)
+            try:
+                yield tx
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            finally:
+                touched = set(tx.touched)
+            if touched:
+                self.sync_indexes(touched)
+
+    # -- meta ----------------------------------------------------------------
+
+    def meta(self, key: str, default=None):
+        row = self.reader().execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def set_meta(self, con: duckdb.DuckDBPyConnection, key: str, value) -> None:
+        con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, json.dumps(value)])
+
+    def _check_embedding(self, model: str, dim: int) -> tuple[str, int]:
+        stored = self.meta("embedding")
+        if stored is None:
+            with self._db.cursor() as con:
+                self.set_meta(con, "embedding", {"model": model, "dim": dim})
+            return model, dim
+        if stored["model"] != model or int(stored["dim"]) != dim:
+            raise EmbeddingMismatchError(
+                f"bank {self.name!r} was embedded with {stored['model']} "
+                f"({stored['dim']}-d); this engine uses {model} ({dim}-d). "
+                "Open it with the same model, or re-embed it (engram repair --re-embed)."
+            )
+        return stored["model"], int(stored["dim"])
+
+    # -- indexes -------------------------------------------------------------
+
+    def pending(self) -> int:
+        return self.reader().execute("SELECT count(*) FROM index_queue").fetchone()[0]
+
+    def sync_indexes(self, ids: Iterable[str] | None = None) -> int:
+        """Bring LanceDB and Tantivy in line with DuckDB for queued ids.
+
+        With `ids`, only those (if still queued); without, the whole queue.
+        Returns how many ids were processed."""
+        with self._write_lock:
+            con = self.reader()
+            if ids is None:
+                queued = [r[0] for r in con.execute("SELECT unit_id FROM index_queue").fetchall()]
+            else:
+                queued = [
+                    r[0]
+                    for r in con.execute(
+                        "SELECT unit_id FROM index_queue WHERE unit_id IN (SELECT unnest(?))",
+                        [list(ids)],
+                    ).fetchall()
+                ]
+            for start in range(0, len(queued), INDEX_CHUNK):
+                self._index_chunk(con, queued[start : start + INDEX_CHUNK])
+            if queued:
+                self.vectors.maybe_compact()
+            return len(queued)
+
+    def _index_chunk(self, con: duckdb.DuckDBPyConnection, chunk: list[str]) -> None:
+        rows = con.sql(
+            "SELECT id, vector, network, status, occurred_start, occurred_end, text"
+            " FROM units WHERE id IN (SELECT unnest($ids))",
+            params={"ids": chunk},
+        ).to_arrow_table()
+        present = set(rows.column("id").to_pylist())
+        gone = [i for i in chunk if i not in present]
+        vector_rows = rows.select(
+            ["id", "vector", "network", "status", "occurred_start", "occurred_end"]
+        )
+        self.vectors.delete(gone)
+        self.vectors.upsert(vector_rows)
+        self.lexical.delete(gone)
+        self.lexical.upsert(
+            zip(
+                rows.column("id").to_pylist(),
+                rows.column("network").to_pylist(),
+                rows.column("text").to_pylist(),
+                strict=True,
+            )
+        )
+        con.execute("DELETE FROM index_queue WHERE unit_id IN (SELECT unnest(?))", [chunk])
+
+    def recover(self) -> None:
+        """On open: finish interrupted indexing, then a cheap agreement check;
+        if the counts still disagree, the full repair runs."""
+        self.sync_indexes()
+        units = self.reader().execute("SELECT count(*) FROM units").fetchone()[0]
+        if not (units == self.vectors.count() == self.lexical.count()):
+            self.repair()
+
+    # -- verify and repair ---------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        con = self.reader()
+        unit_ids = {r[0] for r in con.execute("SELECT id FROM units").fetchall()}
+        vector_ids = self.vectors.ids()
+        lexical_ids = self.lexical.ids()
+        dangling = {
+            "mentions": con.execute(
+                "SELECT count(*) FROM mentions m WHERE NOT EXISTS"
+                " (SELECT 1 FROM units u WHERE u.id = m.unit_id)"
+                " OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = m.entity_id)"
+            ).fetchone()[0],
+            "links": con.execute(
+                "SELECT count(*) FROM links l WHERE NOT EXISTS"
+                " (SELECT 1 FROM units u WHERE u.id = l.source)"
+                " OR NOT EXISTS (SELECT 1 FROM units u WHERE u.id = l.target)"
+            ).fetchone()[0],
+            "opinion_events": con.execute(
+                "SELECT count(*) FROM opinion_events o WHERE NOT EXISTS"
+                " (SELECT 1 FROM units u WHERE u.id = o.opinion_id)"
+            ).fetchone()[0],
+        }
+        return VerifyReport(
+            units=len(unit_ids),
+            vectors=len(vector_ids),
+            lexical=len(lexical_ids),
+            missing_vectors=tuple(sorted(unit_ids - vector_ids)),
+            missing_lexical=tuple(sorted(unit_ids - lexical_ids)),
+            extra_vectors=tuple(sorted(vector_ids - unit_ids)),
+            extra_lexical=tuple(sorted(lexical_ids - unit_ids)),
+            pending=self.pending(),
+            dangling=dangling,
+        )
+
+    def repair(self) -> VerifyReport:
+        """Re-derive index entries for every id the stores disagree on and
+        drop rows that point at nothing. Returns the report after repair."""
+        report = self.verify()
+        disagree = set(
+            report.missing_vectors
+            + report.missing_lexical
+            + report.extra_vectors
+            + report.extra_lexical
+        )
+        with self.transaction() as tx:
+            tx.touch(sorted(disagree))
+            if any(report.dangling.values()):
+                tx.con.execute(
+                    "DELETE FROM mentions WHERE unit_id NOT IN (SELECT id FROM units)"
+                    " OR entity_id NOT IN (SELECT id FROM entities)"
+                )
+                tx.con.execute(
+                    "DELETE FROM links WHERE source NOT IN (SELECT id FROM units)"
+                    " OR target NOT IN (SELECT id FROM units)"
+                )
+                tx.con.execute(
+                    "DELETE FROM opinion_events WHERE opinion_id NOT IN (SELECT id FROM units)"
+                )
+        self.sync_indexes()
+        return self.verify()
+
+    def rebuild_indexes(self) -> None:
+        """Queue every unit: the indexes are re-derived from DuckDB."""
+        with self.transaction() as tx:
+            ids = [r[0] for r in tx.con.execute("SELECT id FROM units").fetchall()]
+            tx.touch(ids)
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        self._db.execute("CHECKPOINT")
+
+    def close(self) -> None:
+        if not self._lock.held:
+            return
+        try:
+            self.lexical.close()
+            self._db.execute("CHECKPOINT")
+        finally:
+            self._close_handles()
+
+    def _close_handles(self) -> None:
+        db = getattr(self, "_db", None)
+        if db is not None:
+            db.close()
+        self._lock.release()
+
+    @property
+    def closed(self) -> bool:
+        return not self._lock.held

@@ -1,0 +1,159 @@
+"""The DuckDB schema of a bank and its migrations.
+
+`MIGRATIONS` is append-only: each entry moves the schema from version i to
+i + 1 and runs inside the transaction that records the new version, so a bank
+is never left half-migrated. Add a new entry; never edit a shipped one.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+MIGRATIONS: list[list[str]] = [
+    # 1: the foundation
+    [
+        """CREATE TABLE meta (
+            key VARCHAR PRIMARY KEY,
+            value JSON NOT NULL
+        )""",
+        """CREATE TABLE documents (
+            id VARCHAR PRIMARY KEY,
+            title VARCHAR NOT NULL,
+            source_path VARCHAR,
+            content_hash VARCHAR NOT NULL,
+            format VARCHAR,
+            created_at TIMESTAMP NOT NULL
+        )""",
+        """CREATE TABLE turns (
+            document_id VARCHAR NOT NULL,
+            id VARCHAR NOT NULL,
+            idx INTEGER NOT NULL,
+            speaker VARCHAR NOT NULL,
+            text VARCHAR NOT NULL,
+            timestamp TIMESTAMP,
+            session VARCHAR
+        )""",
+        """CREATE TABLE units (
+            id VARCHAR PRIMARY KEY,
+            text VARCHAR NOT NULL,
+            network VARCHAR NOT NULL,
+            occurred_start TIMESTAMP,
+            occurred_end TIMESTAMP,
+            mentioned_at TIMESTAMP,
+            confidence DOUBLE,
+            status VARCHAR NOT NULL,
+            source_ids VARCHAR[] NOT NULL,
+            document_id VARCHAR,
+            extraction_mode VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            embedding_model VARCHAR NOT NULL,
+            vector FLOAT[] NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL,
+            access_count INTEGER NOT NULL
+        )""",
+        """CREATE TABLE entities (
+            id VARCHAR PRIMARY KEY,
+            name VARCHAR NOT NULL,
+            type VARCHAR NOT NULL,
+            aliases VARCHAR[] NOT NULL,
+            status VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        )""",
+        # No foreign keys: DuckDB cannot update a row that a foreign key points
+        # at, and curation rewrites units in place. Integrity is checked by verify.
+        """CREATE TABLE mentions (
+            unit_id VARCHAR NOT NULL,
+            entity_id VARCHAR NOT NULL,
+            surface VARCHAR
+        )""",
+        """CREATE TABLE links (
+            source VARCHAR NOT NULL,
+            target VARCHAR NOT NULL,
+            kind VARCHAR NOT NULL,
+            weight DOUBLE NOT NULL,
+            entity_id VARCHAR,
+            relation VARCHAR
+        )""",
+        """CREATE TABLE opinion_events (
+            id VARCHAR PRIMARY KEY,
+            opinion_id VARCHAR NOT NULL,
+            happened_at TIMESTAMP NOT NULL,
+            relation VARCHAR NOT NULL,
+            confidence_before DOUBLE,
+            confidence_after DOUBLE NOT NULL,
+            evidence_id VARCHAR,
+            reason VARCHAR,
+            old_text VARCHAR,
+            new_text VARCHAR
+        )""",
+        """CREATE TABLE jobs (
+            id VARCHAR PRIMARY KEY,
+            kind VARCHAR NOT NULL,
+            target VARCHAR NOT NULL,
+            status VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL,
+            error VARCHAR
+        )""",
+        """CREATE TABLE audit (
+            seq BIGINT PRIMARY KEY,
+            recorded_at TIMESTAMP NOT NULL,
+            actor VARCHAR NOT NULL,
+            action VARCHAR NOT NULL,
+            target VARCHAR,
+            before_state JSON,
+            after_state JSON,
+            undone BOOLEAN NOT NULL
+        )""",
+        # Units whose index entries may be stale: written in the same transaction
+        # as the change, emptied only after LanceDB and Tantivy caught up.
+        """CREATE TABLE index_queue (
+            unit_id VARCHAR PRIMARY KEY
+        )""",
+        "CREATE INDEX mentions_unit ON mentions(unit_id)",
+        "CREATE INDEX mentions_entity ON mentions(entity_id)",
+        "CREATE INDEX links_source ON links(source)",
+        "CREATE INDEX links_target ON links(target)",
+        "CREATE INDEX turns_doc ON turns(document_id)",
+        "CREATE INDEX events_opinion ON opinion_events(opinion_id)",
+    ],
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def current_version(con: duckdb.DuckDBPyConnection) -> int:
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
+    ).fetchone()[0]
+    if not exists:
+        return 0
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> int:
+    """Bring the schema up to date; returns the version it started from."""
+    start = current_version(con)
+    if start > SCHEMA_VERSION:
+        from core.types import EngramError
+
+        raise EngramError(
+            f"this bank has schema version {start}, newer than this Engram Studio "
+            f"({SCHEMA_VERSION}): upgrade Engram Studio to open it"
+        )
+    for version in range(start, SCHEMA_VERSION):
+        con.execute("BEGIN")
+        try:
+            for statement in MIGRATIONS[version]:
+                con.execute(statement)
+            con.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(version + 1)]
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return start

@@ -1,0 +1,309 @@
+"""Value types shared by every layer.
+
+Everything here is plain data: frozen dataclasses and string enums, safe to
+hand across threads and to the studio. Nothing in this module talks to a store.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+def new_id() -> str:
+    """A short random id; 64 bits is plenty for one bank and keeps keys compact."""
+    return uuid.uuid4().hex[:16]
+
+
+class Network(StrEnum):
+    WORLD = "world"
+    EXPERIENCE = "experience"
+    OPINION = "opinion"
+    OBSERVATION = "observation"
+
+
+class UnitStatus(StrEnum):
+    ACTIVE = "active"
+    # Hidden from recall, reflect and default views by a soft retract; restorable.
+    RETRACTED = "retracted"
+
+
+class LinkKind(StrEnum):
+    ENTITY = "entity"
+    TEMPORAL = "temporal"
+    SEMANTIC = "semantic"
+    CAUSAL = "causal"
+
+
+class ExtractionMode(StrEnum):
+    LLM = "llm"
+    RULES = "rules"
+    VERBATIM = "verbatim"
+    MANUAL = "manual"
+
+
+@dataclass(frozen=True)
+class Disposition:
+    """Θ: how the agent reasons. Traits are 1..5, bias strength β in [0, 1]."""
+
+    skepticism: int = 3
+    literalism: int = 3
+    empathy: int = 3
+    bias: float = 0.2
+
+    def __post_init__(self) -> None:
+        for trait in ("skepticism", "literalism", "empathy"):
+            value = getattr(self, trait)
+            if not isinstance(value, int) or not 1 <= value <= 5:
+                raise ValueError(f"{trait} must be an integer from 1 to 5, got {value!r}")
+        if not 0.0 <= float(self.bias) <= 1.0:
+            raise ValueError(f"bias must be in [0, 1], got {self.bias!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "skepticism": self.skepticism,
+            "literalism": self.literalism,
+            "empathy": self.empathy,
+            "bias": self.bias,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Disposition:
+        return cls(
+            skepticism=int(data.get("skepticism", 3)),
+            literalism=int(data.get("literalism", 3)),
+            empathy=int(data.get("empathy", 3)),
+            bias=float(data.get("bias", 0.2)),
+        )
+
+
+@dataclass(frozen=True)
+class BankProfile:
+    name: str
+    background: str = ""
+    agent_name: str = ""
+    disposition: Disposition = field(default_factory=Disposition)
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One self-contained narrative fact, as stored."""
+
+    id: str
+    text: str
+    network: Network
+    occurred_start: datetime | None = None
+    occurred_end: datetime | None = None
+    mentioned_at: datetime | None = None
+    confidence: float | None = None
+    status: UnitStatus = UnitStatus.ACTIVE
+    source_ids: tuple[str, ...] = ()
+    entity_ids: tuple[str, ...] = ()
+    extraction_mode: ExtractionMode = ExtractionMode.MANUAL
+    model: str = ""
+    embedding_model: str = ""
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    access_count: int = 0
+
+
+@dataclass(frozen=True)
+class NewUnit:
+    """A unit to be added. `vector` may be given (precomputed); otherwise it is embedded.
+
+    `entities` are canonical entity ids already resolved by the caller (retain
+    resolves names; curation passes ids)."""
+
+    text: str
+    network: Network = Network.WORLD
+    occurred_start: datetime | None = None
+    occurred_end: datetime | None = None
+    mentioned_at: datetime | None = None
+    confidence: float | None = None
+    source_ids: tuple[str, ...] = ()
+    entity_ids: tuple[str, ...] = ()
+    extraction_mode: ExtractionMode = ExtractionMode.MANUAL
+    model: str = ""
+    vector: tuple[float, ...] | None = None
+    id: str | None = None
+
+    def with_id(self) -> NewUnit:
+        return self if self.id else replace(self, id=new_id())
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One utterance of a conversation; `id` is stable (given, or derived from content)."""
+
+    id: str
+    speaker: str
+    text: str
+    timestamp: datetime | None = None
+    session: str = ""
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class Document:
+    """A conversation to retain, as an importer produced it."""
+
+    id: str
+    title: str
+    turns: tuple[Turn, ...]
+    source_path: str = ""
+    content_hash: str = ""
+    format: str = ""
+
+
+@dataclass(frozen=True)
+class Entity:
+    id: str
+    name: str
+    type: str = "other"
+    aliases: tuple[str, ...] = ()
+    status: UnitStatus = UnitStatus.ACTIVE
+    mention_count: int = 0
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Link:
+    source: str
+    target: str
+    kind: LinkKind
+    weight: float
+    entity_id: str | None = None
+    relation: str | None = None  # causal: causes | caused_by | enables | prevents
+
+
+class Kind(StrEnum):
+    """What a change record can name."""
+
+    BANK = "bank"
+    PROFILE = "profile"
+    UNIT = "unit"
+    ENTITY = "entity"
+    LINK = "link"
+    OPINION = "opinion"
+    DOCUMENT = "document"
+    REFLECTION = "reflection"
+    JOB = "job"
+
+
+_EMPTY: Mapping[Kind, frozenset[str]] = {}
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a mutating call changed, so each view refreshes only what it shows.
+
+    Ids are grouped by kind in three maps. Changes combine with `|`.
+    """
+
+    added: Mapping[Kind, frozenset[str]] = field(default_factory=dict)
+    updated: Mapping[Kind, frozenset[str]] = field(default_factory=dict)
+    removed: Mapping[Kind, frozenset[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        added: Mapping[Kind, Iterable[str]] = _EMPTY,
+        updated: Mapping[Kind, Iterable[str]] = _EMPTY,
+        removed: Mapping[Kind, Iterable[str]] = _EMPTY,
+    ) -> Change:
+        def freeze(m: Mapping[Kind, Iterable[str]]) -> dict[Kind, frozenset[str]]:
+            return {k: frozenset(v) for k, v in m.items() if v}
+
+        return cls(freeze(added), freeze(updated), freeze(removed))
+
+    def __or__(self, other: Change) -> Change:
+        def merge(a, b):
+            out = dict(a)
+            for k, v in b.items():
+                out[k] = out.get(k, frozenset()) | v
+            return out
+
+        return Change(
+            merge(self.added, other.added),
+            merge(self.updated, other.updated),
+            merge(self.removed, other.removed),
+        )
+
+    def ids(self, kind: Kind) -> frozenset[str]:
+        """Every id of this kind the change touched, whichever way."""
+        return (
+            self.added.get(kind, frozenset())
+            | self.updated.get(kind, frozenset())
+            | self.removed.get(kind, frozenset())
+        )
+
+    def touches(self, kind: Kind) -> bool:
+        return bool(self.ids(kind))
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.updated or self.removed)
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """How the three stores agree. `ok` when nothing is missing or dangling."""
+
+    units: int
+    vectors: int
+    lexical: int
+    missing_vectors: tuple[str, ...] = ()
+    missing_lexical: tuple[str, ...] = ()
+    extra_vectors: tuple[str, ...] = ()
+    extra_lexical: tuple[str, ...] = ()
+    pending: int = 0
+    dangling: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.missing_vectors
+            or self.missing_lexical
+            or self.extra_vectors
+            or self.extra_lexical
+            or self.pending
+            or any(self.dangling.values())
+        )
+
+
+class EngramError(Exception):
+    """Base for every error the engine raises on purpose, with a message for a person."""
+
+
+class BankLockedError(EngramError):
+    def __init__(self, bank: str, pid: int, host: str = "") -> None:
+        self.pid = pid
+        where = f" on {host}" if host else ""
+        super().__init__(f"bank {bank!r} is open in another process (PID {pid}{where})")
+
+
+class BankNotFoundError(EngramError):
+    pass
+
+
+class BankExistsError(EngramError):
+    pass
+
+
+class EmbeddingMismatchError(EngramError):
+    pass
+
+
+class InvalidInputError(EngramError):
+    pass
+
+
+class CancelledError(EngramError):
+    pass
