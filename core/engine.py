@@ -20,6 +20,7 @@ from pathlib import Path
 import platformdirs
 
 from core.bank import Bank
+from core.settings import EngineSettings
 from core.store.bank_store import BankStore, utcnow
 from core.store.lock import BankLock
 from core.types import BankExistsError, BankNotFoundError, Change, InvalidInputError, Kind
@@ -70,6 +71,7 @@ class Engine:
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._open: dict[Path, Bank] = {}
+        self.settings = EngineSettings.load(self.home)
 
     # -- providers -----------------------------------------------------------
 
@@ -87,6 +89,36 @@ class Engine:
         if self._embedder is None:
             return DEFAULT_EMBEDDING
         return self._embedder.name, self._embedder.dim
+
+    def set_settings(self, settings: EngineSettings) -> None:
+        settings.save(self.home)
+        self.settings = settings
+
+    def language_model(self):
+        """The configured Ollama model, or None when none is chosen.
+
+        Whether it answers is a separate question (`.available()`): callers in
+        `auto` mode fall back to rules when it does not."""
+        if not self.settings.ollama_model:
+            return None
+        from core.providers.llm import LanguageModel, LlmSettings
+
+        return LanguageModel(
+            LlmSettings(
+                host=self.settings.ollama_host,
+                model=self.settings.ollama_model,
+                timeout=self.settings.ollama_timeout,
+            )
+        )
+
+    def mode(self) -> str:
+        """What produces extraction and answers right now, for a person to read."""
+        lm = self.language_model()
+        if lm is None:
+            return "offline rules (no language model chosen)"
+        if lm.available():
+            return f"Ollama: {lm.name}"
+        return f"offline rules ({lm.name} not reachable at {lm.host})"
 
     # -- banks ---------------------------------------------------------------
 

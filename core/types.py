@@ -158,6 +158,7 @@ class Document:
     source_path: str = ""
     content_hash: str = ""
     format: str = ""
+    speakers: tuple[str, ...] = ()  # in the order the source names them
 
 
 @dataclass(frozen=True)

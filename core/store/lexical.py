@@ -1,13 +1,14 @@
 """Tantivy: each unit's text for BM25, with English stemming.
 
-User text never reaches Tantivy's query parser as syntax: it is cut into
-words here, lower-cased (so AND/OR/NOT lose their meaning) and every word is
-a plain term, so quotes, brackets, colons, `*`, `~`, `^` are just separators.
+User text never reaches Tantivy's query parser: it is run through the same
+analyzer the index uses (`en_stem`: split on non-alphanumerics, drop tokens
+over 40 bytes, lower-case, English stemmer) and every token becomes a plain
+term query, so quotes, brackets, colons, `*`, `~`, `^`, AND/OR/NOT are words
+or separators, never syntax.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -15,9 +16,16 @@ from pathlib import Path
 
 import tantivy
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Longer queries add nothing to BM25 but cost time: keep the first words.
-MAX_QUERY_WORDS = 64
+# Longer queries add nothing to BM25 but cost time: keep the first terms.
+MAX_QUERY_TERMS = 64
+# Mirrors Tantivy's built-in "en_stem" tokenizer, which the text field uses.
+_ANALYZER = (
+    tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+    .filter(tantivy.Filter.remove_long(40))
+    .filter(tantivy.Filter.lowercase())
+    .filter(tantivy.Filter.stemmer("english"))
+    .build()
+)
 WRITER_HEAP = 50_000_000
 
 
@@ -35,8 +43,9 @@ def _schema() -> tantivy.Schema:
     return builder.build()
 
 
-def query_words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)][:MAX_QUERY_WORDS]
+def query_terms(text: str) -> list[str]:
+    """The distinct index terms of `text`, in order of first appearance."""
+    return list(dict.fromkeys(_ANALYZER.analyze(text)))[:MAX_QUERY_TERMS]
 
 
 class LexicalIndex:
@@ -84,11 +93,15 @@ class LexicalIndex:
         return {searcher.doc(address)["id"][0] for _, address in hits}
 
     def search(self, text: str, k: int, networks: Sequence[str] | None = None) -> list[TextHit]:
-        words = query_words(text)
-        if not words or k <= 0:
+        terms = query_terms(text[:10_000])
+        if not terms or k <= 0:
             return []
-        # The words contain only \w characters, so the parser sees plain terms.
-        query = self._index.parse_query(" ".join(words), ["text"])
+        query = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", term))
+                for term in terms
+            ]
+        )
         if networks is not None:
             network_query = tantivy.Query.boolean_query(
                 [

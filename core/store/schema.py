@@ -119,6 +119,51 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX turns_doc ON turns(document_id)",
         "CREATE INDEX events_opinion ON opinion_events(opinion_id)",
     ],
+    # 2: retain — entity resolution decisions, observations and their sources,
+    # failed extraction chunks, and how each document was ingested
+    [
+        # One row per distinct surface form per document: which entity it was
+        # resolved to, the best candidate it was compared with, and the score.
+        """CREATE TABLE entity_decisions (
+            id VARCHAR PRIMARY KEY,
+            document_id VARCHAR,
+            surface VARCHAR NOT NULL,
+            entity_type VARCHAR,
+            entity_id VARCHAR NOT NULL,
+            candidate_id VARCHAR,
+            decision VARCHAR NOT NULL,
+            score DOUBLE,
+            name_score DOUBLE,
+            cooccurrence_score DOUBLE,
+            time_score DOUBLE,
+            threshold DOUBLE,
+            decided_at TIMESTAMP NOT NULL
+        )""",
+        "CREATE INDEX decisions_entity ON entity_decisions(entity_id)",
+        # The one observation unit of an entity (replaced in place on regeneration).
+        """CREATE TABLE observations (
+            entity_id VARCHAR PRIMARY KEY,
+            unit_id VARCHAR NOT NULL,
+            mode VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        )""",
+        # The units an observation was synthesised from.
+        """CREATE TABLE observation_sources (
+            observation_id VARCHAR NOT NULL,
+            unit_id VARCHAR NOT NULL
+        )""",
+        "CREATE INDEX observation_sources_obs ON observation_sources(observation_id)",
+        "ALTER TABLE documents ADD COLUMN extraction_mode VARCHAR",
+        "ALTER TABLE documents ADD COLUMN model VARCHAR",
+        # Chunks whose extraction failed: nothing of them was written.
+        """CREATE TABLE ingest_failures (
+            document_id VARCHAR NOT NULL,
+            turn_ids VARCHAR[] NOT NULL,
+            reason VARCHAR NOT NULL,
+            recorded_at TIMESTAMP NOT NULL
+        )""",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -68,7 +68,7 @@ class UnitFilter:
             clauses.append(
                 "u.id IN (SELECT m.unit_id FROM mentions m JOIN entities e ON e.id = m.entity_id"
                 " WHERE e.id = ? OR lower(e.name) = lower(?)"
-                " OR list_contains(list_transform(e.aliases, a -> lower(a)), lower(?)))"
+                " OR list_contains(list_transform(e.aliases, lambda a: lower(a)), lower(?)))"
             )
             params += [self.entity, self.entity, self.entity]
         if self.end is not None:
