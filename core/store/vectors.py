@@ -77,7 +77,7 @@ class VectorIndex:
         query = self._table.search(np.asarray(vector, dtype=np.float32)).metric("cosine")
         if where:
             query = query.where(where, prefilter=True)
-        result = query.select(["id"]).limit(k).to_arrow()
+        result = query.select(["id", "_distance"]).limit(k).to_arrow()
         ids = result.column("id").to_pylist()
         distances = result.column("_distance").to_pylist()
         return [VectorHit(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
