@@ -1,0 +1,831 @@
+"""Rules-mode extraction: narrative facts from an exchange without a language model.
+
+Deterministic and fast (plain regular expressions; the whole LoCoMo dev split
+extracts in seconds). Each fact keeps its speaker's words nearly verbatim,
+because retrieval quality depends on not losing them, and only makes them
+stand on their own:
+
+- attribution: "Caroline said: …", or a narrative sentence when the turn
+  starts with the speaker ("I went …" -> "Caroline went …");
+- first-person pronouns become the speaker's name ("my" -> "Caroline's"),
+  with the verb after "I" put in the third person where that is cheap; the
+  unambiguous second-person forms ("your", "you're") become the addressee;
+- a short question and its short answer become one fact
+  ("Melanie asked: …? Caroline answered: …");
+- the occurrence date in words at the end: a relative expression
+  ("yesterday") resolved against the session date, else the session day;
+- a turn whose cue phrase joins two clauses ("because", "so that", "as a
+  result", "therefore", "that's why"), each with enough words to stand alone,
+  becomes two facts linked both ways (causes / caused_by). Cues before a noun
+  phrase ("due to the rain", "led to", "caused", "because of the rain") and
+  clauses too short to stand alone keep the relation inside one fact's text.
+
+Networks: belief and preference cues -> opinion (confidence from hedging
+words); the agent's own first-person statements -> experience; else world.
+Entities: the speakers (persons), capitalised spans, and the bank's known
+entities found in the text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from core.retain.extract import (
+    CausalRelation,
+    EntityMention,
+    Exchange,
+    ExtractedFact,
+    is_question,
+)
+from core.timeparse import find_time_expressions
+from core.types import ExtractionMode, Network, Turn
+
+__all__ = ["RulesExtractor", "describe_interval", "opinion_confidence", "rewrite_pronouns"]
+
+# A question and its answer become one fact only when both are this short (words).
+QA_MAX_QUESTION_WORDS = 40
+QA_MAX_ANSWER_WORDS = 30
+# Each side of a causal cue needs this many words to stand as a fact of its own.
+MIN_SPLIT_WORDS = 4
+# Strength of a causal link found by a cue phrase (a model may be surer).
+CUE_STRENGTH = 0.5
+# Confidence of a plainly stated preference ("I love …") with no hedging word.
+PLAIN_OPINION_CONFIDENCE = 0.7
+
+_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)*")
+# Known entity names match whole words, whatever follows ("Caroline's").
+_NAME_WORD = re.compile(r"\w+")
+
+
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# ---- pronouns ------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*|\s+|[^\sA-Za-z]+")
+
+_ADVERBS = _wordset(
+    "also just always never still even really truly totally actually often usually "
+    "sometimes recently finally already only kinda kind sorta def definitely absolutely "
+    "honestly seriously literally genuinely constantly rarely barely hardly simply "
+    "certainly probably especially mostly generally normally basically clearly "
+    "obviously personally sincerely currently lately now then too so"
+)
+# Words after "I" that keep their form in the third person (modals, past tenses,
+# conjunctions, prepositions): "I went" -> "Caroline went".
+_KEEP_FORM = _wordset(
+    "was were will would can could should shall may might must did had got went "
+    "made took saw came felt thought found knew met began became brought bought "
+    "caught taught told said sent spent left lost kept heard held meant paid ran "
+    "read sat slept stood understood won wrote gave grew drew drove ate fell flew "
+    "forgot forgave hid hung led lent lit rode rose sang sank shook shot showed "
+    "spoke stole struck swam threw woke wore built burnt learnt dreamt chose "
+    "gonna wanna gotta used and or but nor too as if when because though while "
+    "than that who which where to of in on at for with from by about into like "
+    "not no never ever once is are be been being does has"
+)
+_IRREGULAR = {"am": "is", "have": "has", "do": "does", "go": "goes", "be": "is"}
+_NEGATIVE = {
+    "don't": "doesn't",
+    "don’t": "doesn’t",
+    "haven't": "hasn't",
+    "haven’t": "hasn’t",
+    "dont": "doesn't",
+}
+# "Should I go" keeps "go": the verb belongs to the auxiliary before "I".
+_AUX_BEFORE = _wordset(
+    "do does did can could would should will shall am was have has had may might "
+    "must let make makes made help helps helped see saw watch watched hear heard"
+)
+_PAST_PARTICIPLES = _wordset("been gone had done seen got gotten")
+
+
+def _third_person(verb: str) -> str | None:
+    """The third-person form of a present-tense verb after "I", or None to leave it."""
+    low = verb.lower()
+    if low in _NEGATIVE:
+        return _NEGATIVE[low]
+    if not verb.isalpha() or low in _KEEP_FORM or low in _ADVERBS:
+        return None
+    if low.endswith("ed") and not low.endswith("eed"):
+        return None  # a past tense
+    if low in _IRREGULAR:
+        return _IRREGULAR[low]
+    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _apostrophes(word: str) -> str:
+    return word.replace("’", "'")
+
+
+def rewrite_pronouns(text: str, speaker: str, addressee: str | None = None) -> str:
+    """`text` with first-person pronouns as `speaker` (and "your"-forms as `addressee`).
+
+    "I love it" -> "Caroline loves it", "my" -> "Caroline's", "I'm" -> "Caroline is".
+    Everything else is kept word for word.
+    """
+    tokens = _TOKEN.findall(text)
+    words = [i for i, t in enumerate(tokens) if t[0].isalpha()]
+    position = {tok_index: n for n, tok_index in enumerate(words)}
+    out = list(tokens)
+
+    def word_at(n: int) -> str:
+        return tokens[words[n]] if 0 <= n < len(words) else ""
+
+    def adjacent(a: int, b: int) -> bool:
+        # Only whitespace between word a and word b (no comma, no full stop).
+        return all(tokens[k].isspace() for k in range(words[a] + 1, words[b]))
+
+    def conjugate_after(n: int) -> None:
+        """Put the verb following word n (skipping adverbs) into the third person."""
+        k = n + 1
+        for _ in range(3):
+            if k >= len(words) or not adjacent(k - 1, k):
+                return
+            if word_at(k).lower() not in _ADVERBS:
+                break
+            k += 1
+        else:
+            return
+        if k < len(words) and adjacent(k - 1, k):
+            form = _third_person(word_at(k))
+            if form is not None:
+                out[words[k]] = form
+
+    for i, token in enumerate(tokens):
+        if not token[0].isalpha():
+            continue
+        if (i > 0 and tokens[i - 1].endswith("-")) or (
+            i + 1 < len(tokens) and tokens[i + 1].startswith("-")
+        ):
+            continue  # part of a compound: "me-time"
+        n = position[i]
+        low = _apostrophes(token).lower()
+        if token == "I" or (
+            token == "i" and (i + 1 == len(tokens) or tokens[i + 1].isspace())
+        ):  # not the "i" of "i.e."
+            prev = word_at(n - 1).lower()
+            out[i] = speaker
+            if not (n > 0 and prev in _AUX_BEFORE and adjacent(n - 1, n)):
+                conjugate_after(n)
+        elif low == "i'm":
+            out[i] = f"{speaker} is"
+        elif low == "i've":
+            out[i] = f"{speaker} has"
+        elif low == "i'll":
+            out[i] = f"{speaker} will"
+        elif low == "i'd":
+            nxt = word_at(n + 1).lower()
+            had = nxt in _PAST_PARTICIPLES or (nxt.endswith("ed") and not nxt.endswith("eed"))
+            out[i] = f"{speaker} had" if had else f"{speaker} would"
+        elif low == "me" or low == "myself":
+            out[i] = speaker
+        elif low in ("my", "mine"):
+            out[i] = f"{speaker}'s"
+        elif addressee:
+            if low in ("your", "yours"):
+                out[i] = f"{addressee}'s"
+            elif low == "yourself":
+                out[i] = addressee
+            elif low == "you're":
+                out[i] = f"{addressee} is"
+            elif low == "you've":
+                out[i] = f"{addressee} has"
+            elif low == "you'll":
+                out[i] = f"{addressee} will"
+            elif low == "you'd":
+                out[i] = f"{addressee} would"
+    return "".join(out)
+
+
+_SECOND_PERSON = re.compile(r"\b(?:your|yours|yourself|you['’](?:re|ve|ll|d))\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(
+    r"\bI\b|\bI['’](?:m|ve|d|ll)\b|\b(?:me|my|mine|myself|we|our|ours|us)\b", re.IGNORECASE
+)
+
+# ---- opinions ------------------------------------------------------------------
+
+_OPINION_CUES = re.compile(
+    r"\bI\s+(?:(?:really|truly|honestly|still|just|do|personally|strongly)\s+)?"
+    r"(?:think|believe|feel|reckon|suppose|guess|doubt)\b"
+    r"|\bI(?:['’]m|\s+am)\s+(?:(?:pretty|quite|so|very|totally|absolutely|fairly|not)\s+)?"
+    r"(?:sure|certain|convinced|positive|confident)\b"
+    r"|\b(?:probably|should|seems?|seemed)\b"
+    # Preferences: the verb, not the noun ("all the love") nor "loved ones".
+    r"|(?:\b(?:I|we|you|they|he|she|really|just|totally|truly|so|absolutely|would|also|still"
+    r"|to)\s+|['’]d\s+|^\s*|[.!?]\s+)(?:love|hate|prefer|adore)\b"
+    r"|\b(?:loves|hates|hated|prefers|preferred|adores)\b|\bloved\b(?!\s+ones?\b)"
+    r"|\bin\s+my\s+(?:opinion|view)\b|\bmy\s+favou?rite\b",
+    re.IGNORECASE,
+)
+# Hedging and certainty words with the confidence they imply; the most hedged wins.
+_HEDGES: tuple[tuple[re.Pattern[str], float], ...] = (
+    (
+        re.compile(
+            r"\b(?:not\s+(?:so\s+|too\s+|very\s+)?(?:sure|certain)|unsure|(?<!no\s)doubts?)\b", re.I
+        ),
+        0.3,
+    ),
+    (re.compile(r"\b(?:maybe|might|perhaps|possibly|probably|guess|could\s+be)\b", re.I), 0.4),
+    (re.compile(r"\b(?:think|believe|feel|reckon|suppose|seems?|seemed|should)\b", re.I), 0.6),
+    (re.compile(r"\b(?:sure|confident|I\s+know)\b", re.I), 0.8),
+    (
+        re.compile(
+            r"\b(?:certain(?:ly)?|definitely|absolutely|undoubtedly|no\s+doubt|convinced|positive)\b",
+            re.I,
+        ),
+        0.9,
+    ),
+)
+
+
+def opinion_confidence(text: str) -> float | None:
+    """None when `text` states no belief or preference; else its confidence from hedging."""
+    if not _OPINION_CUES.search(text):
+        return None
+    levels = [level for pattern, level in _HEDGES if pattern.search(text)]
+    return min(levels) if levels else PLAIN_OPINION_CONFIDENCE
+
+
+# ---- causal cues ---------------------------------------------------------------
+
+# Cues that join two clauses, each able to stand as a fact: (pattern, cause first?).
+# Cues followed by a noun phrase ("because of the rain", "due to", "caused by",
+# "led to", "caused") never split: that fact keeps its cue in its text.
+_CAUSAL_CUES: tuple[tuple[re.Pattern[str], bool], ...] = (
+    (
+        re.compile(
+            r"\bbecause\s+of\s+(?:that|this|it)\b|\b(?:that|which)(?:['’]s|\s+is)\s+why\b"
+            r"|\bas\s+a\s+result\b(?!\s+of\b)|\btherefore\b"
+            # "so that might be fun" is not a purpose clause.
+            r"|\bso\s+that\b(?!['’]|\s+(?:is|was|might|would|could|will|should|must|may|can"
+            r"|sounds?|seems?|means?|makes?|made|way|much|many)\b)",
+            re.I,
+        ),
+        True,
+    ),
+    (re.compile(r"\bbecause\b(?!\s+of\b)|['’]cause\b|\bcuz\b", re.I), False),
+)
+_CAPTION = re.compile(r"\[image[^\]]*\]")
+_TRIM = " \t\n,;:-–—"
+
+
+@dataclass(frozen=True)
+class _CausalSplit:
+    first: str
+    second: str
+    cause_first: bool
+
+
+_SENTENCE_END = re.compile(r"[.!?…]+(?=\s|$)|\n")
+
+
+def _clauses(text: str, start: int, end: int) -> tuple[str, str]:
+    """The clause before a cue (its sentence so far, or the previous sentence when the
+    cue opens one: "… . Therefore, …") and the clause after it, to its sentence's end."""
+    bounds = [m.end() for m in _SENTENCE_END.finditer(text)]
+    before_ends = [b for b in bounds if b <= start]
+    sentence_start = before_ends[-1] if before_ends else 0
+    before = text[sentence_start:start]
+    if not _WORD.search(before) and before_ends:
+        previous = before_ends[-2] if len(before_ends) > 1 else 0
+        before = text[previous:sentence_start]
+    after_ends = [b for b in bounds if b > end]
+    return before, text[end : after_ends[0] if after_ends else len(text)]
+
+
+def _causal_split(text: str) -> _CausalSplit | None:
+    """Split a turn at its first causal cue whose clauses can each stand as a fact."""
+    hidden = [(m.start(), m.end()) for m in _CAPTION.finditer(text)]
+    matches = sorted(
+        (
+            (m.start(), m.end(), cause_first)
+            for pattern, cause_first in _CAUSAL_CUES
+            for m in pattern.finditer(text)
+            if not any(a <= m.start() < b for a, b in hidden)
+        ),
+        key=lambda match: (match[0], -match[1]),
+    )
+    taken = -1
+    for start, end, cause_first in matches:
+        if start < taken:
+            continue  # inside a longer cue found first ("because of that" vs "because")
+        taken = end
+        before, after = _clauses(text, start, end)
+        if len(_WORD.findall(before)) < MIN_SPLIT_WORDS:
+            continue
+        if len(_WORD.findall(after)) < MIN_SPLIT_WORDS:
+            continue
+        first, second = text[:start].rstrip(_TRIM), text[end:].lstrip(_TRIM)
+        return _CausalSplit(first, second, cause_first)
+    return None
+
+
+# ---- entities ------------------------------------------------------------------
+
+_ENTITY_TOKEN = re.compile(r"[^\W_](?:[\w'’&-]*[^\W_])?|[^\w\s]|\n")
+# Not quotes: a capital after one is more often a title ("Becoming Nicole") than a sentence.
+_SENTENCE_START = frozenset(".!?:;\n([—–-…")
+_JOINERS = frozenset({"of", "de", "del", "da", "van", "von", "&"})
+_ABBREVIATIONS = frozenset({"Mr", "Mrs", "Ms", "Dr", "St", "Prof", "Jr", "Sr", "Mt"})
+_MONTHS_DAYS = (
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday "
+    "friday saturday sunday mon tue tues wed thu thur thurs fri sat sun mondays tuesdays "
+    "wednesdays thursdays fridays saturdays sundays weekend"
+)
+_STOP = _wordset(
+    _MONTHS_DAYS
+    + " i i'm i've i'd i'll me my mine myself we we're we've we'll our ours us you you're "
+    "you've you'll you'd your yours yourself he he's his him she she's her hers it it's its "
+    "they they're their them this that that's these those there there's here here's "
+    "the a an some any every each all no not none both either neither "
+    "and but or nor so if when while as at in on of for to from with by after before since "
+    "until then also just even still only about into over under up down out off "
+    "what what's who who's whom whose which where where's why how how's whatever whenever "
+    "hey hi hello wow oh ah aw aww awww yeah yes yep yup nope ok okay thanks thank please "
+    "sorry well haha hahaha lol omg btw tbh idk imo cool great awesome nice good sure "
+    "totally really definitely absolutely congrats congratulations bye cheers dear "
+    "is are was were be been do does did don't didn't doesn't have has had can can't could "
+    "would should will won't shall might must let let's may "
+    "during through without within across among against around behind beyond like "
+    "unlike per via whether although though because once unless plus anyway anyways "
+    "maybe perhaps yay hmm um uh "
+    "today tomorrow yesterday tonight"
+)
+_PERSON_TITLES = frozenset({"Mr", "Mrs", "Ms", "Dr", "Prof", "Aunt", "Uncle", "Grandma", "Grandpa"})
+_ORG_SUFFIXES = _wordset(
+    "inc corp corporation llc ltd co company analytics labs technologies systems bank "
+    "university college institute foundation association agency society club school "
+    "academy hospital church council ministry"
+)
+_PLACE_SUFFIXES = _wordset(
+    "city park street st avenue ave road lake river mountain mountains mount mt beach "
+    "island islands county state valley bay canyon falls forest airport square"
+)
+_PLACE_BEFORE = frozenset({"in", "near", "around", "visit", "visited", "visiting"})
+_PLACE_BEFORE_TO = frozenset(
+    {"moved", "move", "moving", "went", "trip", "travelled", "traveled", "flew", "drove", "back"}
+)
+
+
+def _strip_possessive(word: str) -> str:
+    for suffix in ("'s", "’s"):
+        if word.endswith(suffix) and len(word) > 2:
+            return word[: -len(suffix)]
+    return word.rstrip("'’")
+
+
+def _is_capitalised(word: str) -> bool:
+    return word[0].isupper() and _apostrophes(word).lower() not in _STOP
+
+
+@dataclass
+class _Span:
+    words: list[str]
+    initial: bool  # begins a sentence
+    before: tuple[str, str]  # the two tokens before it, lowercased
+    after: str = ""  # the token after it
+
+
+def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
+    """Runs of capitalised words, and the casefolded words seen capitalised mid-sentence."""
+    spans: list[_Span] = []
+    mid: set[str] = set()
+    current: _Span | None = None
+    initial = True
+    recent: list[str] = ["", ""]
+    tokens = _ENTITY_TOKEN.findall(text)
+
+    def close(after: str) -> None:
+        nonlocal current
+        if current is not None:
+            current.after = after
+            spans.append(current)
+            current = None
+
+    k = 0
+    while k < len(tokens):
+        token = tokens[k]
+        k += 1
+        if not token[0].isalnum():
+            close(token)
+            # "Dr." does not end a sentence.
+            if token in _SENTENCE_START and not (
+                token == "." and recent[-1].title() in _ABBREVIATIONS
+            ):
+                initial = True
+            recent = [recent[-1], token]
+            continue
+        word = _strip_possessive(token) if token[0].isupper() else token
+        if word and (_is_capitalised(word) or (word[0].isdigit() and current is not None)):
+            if current is None:
+                current = _Span([word], initial, (recent[-2], recent[-1]))
+            else:
+                current.words.append(word)
+            if not initial:
+                mid.add(word.casefold())
+        elif current is not None and token.lower() in _JOINERS:
+            # "University of Texas", "Lord of the Rings": a joiner only between capitals.
+            joined = [token.lower()]
+            if token.lower() == "of" and k < len(tokens) and tokens[k] == "the":
+                joined.append("the")
+            nxt = tokens[k + len(joined) - 1] if k + len(joined) - 1 < len(tokens) else ""
+            if nxt[:1].isupper() and _apostrophes(nxt).lower() not in _STOP:
+                current.words.extend(joined)
+                k += len(joined) - 1
+            else:
+                close(token)
+        else:
+            close(token)
+        initial = False
+        recent = [recent[-1], token.lower()]
+        if word != token:  # a possessive ends the name
+            close("'s")
+    close("")
+    return spans, mid
+
+
+_GREETINGS = _wordset(
+    "hey hi hello heya hiya yo thanks thank congrats congratulations bye goodbye dear "
+    "wow woah whoa woohoo oh aw aww omg go morning night"
+)
+
+
+def _span_type(span: _Span, persons: set[str]) -> str:
+    """A cheap guess from the span's own words and its neighbours."""
+    name = " ".join(span.words)
+    if name.casefold() in persons or span.words[0] in _PERSON_TITLES:
+        return "person"
+    last = span.words[-1].casefold()
+    if last in _ORG_SUFFIXES:
+        return "org"
+    if last in _PLACE_SUFFIXES:
+        return "place"
+    before2, before1 = span.before
+    if before1 in _PLACE_BEFORE or (before1 == "to" and before2 in _PLACE_BEFORE_TO):
+        return "place"
+    # Someone addressed by name: "Hey Mel!", "Thanks, Jo."
+    if len(span.words) == 1 and (
+        before1 in _GREETINGS or (before1 == "," and span.after in ("!", "?", ".", ","))
+    ):
+        return "person"
+    return "other"
+
+
+def _guess_type(name: str, persons: set[str]) -> str:
+    words = name.split()
+    return _span_type(_Span(words, False, ("", "")), persons) if words else "other"
+
+
+class _KnownIndex:
+    """Whole-word, case-insensitive lookup of a bank's known entity names in a text."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.by_first: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        self.words: set[str] = set()
+        for name in names:
+            words = tuple(w.casefold() for w in _NAME_WORD.findall(name))
+            if words:
+                self.by_first.setdefault(words[0], []).append((words, name))
+                self.words.update(words)
+
+    def find(self, text: str) -> list[str]:
+        if not self.by_first:
+            return []
+        words = [w.casefold() for w in _NAME_WORD.findall(text)]
+        found: list[str] = []
+        for i, word in enumerate(words):
+            for key, name in self.by_first.get(word, ()):
+                if tuple(words[i : i + len(key)]) == key and name not in found:
+                    found.append(name)
+        return found
+
+
+# ---- time ----------------------------------------------------------------------
+
+
+def _day(when: datetime) -> tuple[datetime, datetime]:
+    start = when.replace(hour=0, minute=0, second=0, microsecond=0)
+    return start, start + timedelta(days=1)
+
+
+def _date(d: datetime) -> str:
+    return f"{d.day} {d:%B %Y}"
+
+
+def describe_interval(start: datetime, end: datetime) -> str:
+    """A half-open interval in words: '7 May 2023', 'May 2023', '2022', or a range."""
+    midnight = start == start.replace(hour=0, minute=0, second=0, microsecond=0)
+    if midnight and end == end.replace(hour=0, minute=0, second=0, microsecond=0):
+        if start.day == 1 and start.month == 1 and end == start.replace(year=start.year + 1):
+            return f"{start.year}"
+        if start.day == 1:
+            nxt = (start.replace(day=28) + timedelta(days=4)).replace(day=1)
+            if end == nxt:
+                return f"{start:%B %Y}"
+        last = end - timedelta(days=1)
+        if last <= start:
+            return _date(start)
+        if last.year == start.year and last.month == start.month:
+            return f"{start.day}–{last.day} {start:%B %Y}"
+        if last.year == start.year:
+            return f"{start.day} {start:%B} – {_date(last)}"
+        return f"{_date(start)} – {_date(last)}"
+    if (
+        end - start <= timedelta(days=1)
+        and start.date() == (end - timedelta(microseconds=1)).date()
+    ):
+        return _date(start)
+    return f"{_date(start)} – {_date(end - timedelta(microseconds=1))}"
+
+
+def _with_date(text: str, label: str | None) -> str:
+    text = text.strip()
+    if not label:
+        return text if text.endswith((".", "!", "?", "]", ")")) else text + "."
+    if text.endswith("."):
+        return f"{text[:-1].rstrip()} ({label})."
+    if text.endswith(("!", "?", "]", ")", "…")):
+        return f"{text} ({label})"
+    return f"{text} ({label})."
+
+
+# ---- the extractor ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """What one fact is built from: one segment of a turn, or a question and its answer."""
+
+    segments: tuple[tuple[Turn, str], ...]
+    addressee: str | None
+
+    @property
+    def question(self) -> bool:
+        return len(self.segments) == 2
+
+
+@dataclass(frozen=True)
+class _Group:
+    """One fact, or two halves of a turn around a causal cue."""
+
+    pieces: tuple[_Piece, ...]
+    cause_first: bool = True
+
+
+def _words(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def _addressee(turns: Sequence[Turn], i: int) -> str | None:
+    """Whom turn i speaks to: the neighbouring other speaker, if any."""
+    me = turns[i].speaker
+    for j in (i - 1, i + 1):
+        if 0 <= j < len(turns) and turns[j].speaker != me:
+            return turns[j].speaker
+    others = {t.speaker for t in turns if t.speaker != me}
+    return others.pop() if len(others) == 1 else None
+
+
+def _plan(turns: Sequence[Turn]) -> list[_Group]:
+    groups: list[_Group] = []
+    i = 0
+    while i < len(turns):
+        turn = turns[i]
+        nxt = turns[i + 1] if i + 1 < len(turns) else None
+        if (
+            nxt is not None
+            and nxt.speaker != turn.speaker
+            and is_question(turn.text)
+            and _words(turn.text) <= QA_MAX_QUESTION_WORDS
+            and _words(nxt.text) <= QA_MAX_ANSWER_WORDS
+            and _causal_split(nxt.text) is None
+        ):
+            segments = ((turn, turn.text.strip()), (nxt, nxt.text.strip()))
+            groups.append(_Group((_Piece(segments, nxt.speaker),)))
+            i += 2
+            continue
+        addressee = _addressee(turns, i)
+        split = _causal_split(turn.text.strip())
+        if split is None:
+            groups.append(_Group((_Piece(((turn, turn.text.strip()),), addressee),)))
+        else:
+            groups.append(
+                _Group(
+                    (
+                        _Piece(((turn, split.first),), addressee),
+                        _Piece(((turn, split.second),), addressee),
+                    ),
+                    split.cause_first,
+                )
+            )
+        i += 1
+    return groups
+
+
+def _unique(mentions: Iterable[EntityMention]) -> tuple[EntityMention, ...]:
+    seen: set[str] = set()
+    out: list[EntityMention] = []
+    for mention in mentions:
+        key = mention.name.casefold()
+        if mention.name and key not in seen:
+            seen.add(key)
+            out.append(mention)
+    return tuple(out)
+
+
+class RulesExtractor:
+    """Deterministic extraction; see the module docstring for what it does."""
+
+    mode = ExtractionMode.RULES
+    model = ""
+
+    def __init__(self) -> None:
+        self._known_key: tuple[str, ...] | None = None
+        self._known = _KnownIndex(())
+        # Everyone seen speaking so far: a speaker named in a later exchange is a person.
+        self._persons: set[str] = set()
+
+    def _known_index(self, known_entities: Sequence[str]) -> _KnownIndex:
+        # The caller passes the same (growing) list for every exchange: index it once.
+        key = tuple(known_entities)
+        if key != self._known_key:
+            self._known_key, self._known = key, _KnownIndex(key)
+        return self._known
+
+    def extract(
+        self, exchange: Exchange, agent_name: str, known_entities: Sequence[str]
+    ) -> list[ExtractedFact]:
+        turns = [t for t in exchange.turns if t.text.strip()]
+        if not turns:
+            return []
+        context = _Context(
+            agent=agent_name.strip().casefold(),
+            persons=self._persons,
+            known=self._known_index(known_entities),
+            session_time=exchange.when,
+        )
+        self._persons.update(t.speaker.casefold() for t in turns)
+        for turn in turns:
+            spans, mid = _capitalised_spans(turn.text)
+            context.spans[turn.id] = spans
+            context.mid_sentence |= mid
+            context.heads.update(sp.words[0].casefold() for sp in spans if not sp.initial)
+        context.mid_sentence |= context.known.words
+
+        facts: list[ExtractedFact] = []
+        for group in _plan(turns):
+            built = [context.fact(piece) for piece in group.pieces]
+            if len(built) == 2:
+                base = len(facts)
+                cause, effect = (0, 1) if group.cause_first else (1, 0)
+                built[cause] = replace(
+                    built[cause],
+                    causal=(CausalRelation(base + effect, "causes", CUE_STRENGTH),),
+                )
+                built[effect] = replace(
+                    built[effect],
+                    causal=(CausalRelation(base + cause, "caused_by", CUE_STRENGTH),),
+                )
+            facts.extend(built)
+        return facts
+
+
+@dataclass
+class _Context:
+    agent: str
+    persons: set[str]  # casefolded names of speakers
+    known: _KnownIndex
+    session_time: datetime | None
+    spans: dict[str, list[_Span]] = field(default_factory=dict)
+    mid_sentence: set[str] = field(default_factory=set)
+    heads: set[str] = field(default_factory=set)  # words that open a name mid-sentence
+
+    def fact(self, piece: _Piece) -> ExtractedFact:
+        turns = tuple(dict.fromkeys(turn for turn, _ in piece.segments))
+        when = next((t.timestamp for t in turns if t.timestamp is not None), self.session_time)
+        start, end = self._occurred(piece, when)
+        confidence = self._opinion(piece)
+        if confidence is not None:
+            network = Network.OPINION
+        elif self._agent_speaks_for_self(piece):
+            network = Network.EXPERIENCE
+        else:
+            network = Network.WORLD
+        text = _with_date(
+            self._narrate(piece), describe_interval(start, end) if start and end else None
+        )
+        return ExtractedFact(
+            text=text,
+            network=network,
+            occurred_start=start,
+            occurred_end=end,
+            mentioned_at=when,
+            entities=self._entities(piece),
+            causal=(),
+            source_ids=tuple(t.id for t in turns),
+            confidence=confidence,
+            mode=ExtractionMode.RULES,
+        )
+
+    # -- parts of a fact --
+
+    def _narrate(self, piece: _Piece) -> str:
+        if piece.question:
+            (q_turn, question), (a_turn, answer) = piece.segments
+            q = rewrite_pronouns(question, q_turn.speaker, a_turn.speaker)
+            a = rewrite_pronouns(answer, a_turn.speaker, q_turn.speaker)
+            return f"{q_turn.speaker} asked: {q} {a_turn.speaker} answered: {a}"
+        ((turn, text),) = piece.segments
+        body = rewrite_pronouns(text, turn.speaker, piece.addressee)
+        if body.startswith(turn.speaker):
+            return body  # "Caroline went …": the speaker is already the subject
+        return f"{turn.speaker} said: {body}"
+
+    def _occurred(
+        self, piece: _Piece, when: datetime | None
+    ) -> tuple[datetime | None, datetime | None]:
+        if when is None:
+            return None, None
+        # An answer says when things happened more often than its question.
+        for _, text in reversed(piece.segments):
+            for interval in find_time_expressions(text, when):
+                if not interval.is_open and interval.end > interval.start:
+                    return interval.start, interval.end
+        return _day(when)
+
+    def _opinion(self, piece: _Piece) -> float | None:
+        # A question ("do you think…?") states no belief; only the answer can.
+        _, text = piece.segments[-1]
+        return opinion_confidence(_CAPTION.sub("", text))
+
+    def _agent_speaks_for_self(self, piece: _Piece) -> bool:
+        if not self.agent:
+            return False
+        for index, (turn, text) in enumerate(piece.segments):
+            if turn.speaker.strip().casefold() != self.agent:
+                continue
+            asked = piece.question and index == 0
+            if asked or _FIRST_PERSON.search(_CAPTION.sub("", text)):
+                return True
+        return False
+
+    def _entities(self, piece: _Piece) -> tuple[EntityMention, ...]:
+        mentions: list[EntityMention] = []
+        for turn, _ in piece.segments:
+            mentions.append(EntityMention(turn.speaker, "person"))
+        if piece.addressee and any(_SECOND_PERSON.search(text) for _, text in piece.segments):
+            mentions.append(EntityMention(piece.addressee, "person"))
+        for turn, text in piece.segments:
+            for span in self.spans.get(turn.id, ()):
+                words = self._name_words(span)
+                name = " ".join(words)
+                if not words or name not in text:
+                    continue  # not a name, or in the other half of a split turn
+                if words is not span.words:
+                    span = _Span(words, False, ("", ""), span.after)
+                mentions.append(EntityMention(name, _span_type(span, self.persons)))
+            for name in self.known.find(text):
+                mentions.append(EntityMention(name, _guess_type(name, self.persons)))
+        return _unique(mentions)
+
+    def _name_words(self, span: _Span) -> list[str]:
+        """The words of `span` that make a name; [] when it is not one."""
+        words = span.words
+        if span.initial and len(words) > 1 and not self._seen(words[0]):
+            # "Go Jon", "Woah Joanna": an opening word glued to a name.
+            rest = words[1:]
+            head = rest[0].casefold()
+            if head in self.persons or head in self.heads:
+                words = rest
+        if len(words) == 1:
+            word = words[0]
+            letters = sum(c.isalpha() for c in word)
+            if letters < 2 and not word[0].isdigit():
+                return []
+            if word.isupper() and letters > 5 and not self._seen(word):
+                return []  # shouting: "INTENSE"
+            if span.initial and words is span.words and not self._stands_alone(word):
+                return []
+        return words
+
+    def _seen(self, word: str) -> bool:
+        key = word.casefold()
+        return key in self.mid_sentence or key in self.persons
+
+    def _stands_alone(self, word: str) -> bool:
+        """A capitalised word opening a sentence is a name only with other evidence."""
+        if self._seen(word):
+            return True
+        letters = [c for c in word if c.isalpha()]
+        # LGBTQ, NASA, iPhone-like inner capitals.
+        return len(letters) >= 2 and (word.isupper() or any(c.isupper() for c in word[1:]))
