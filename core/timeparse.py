@@ -290,7 +290,9 @@ _PARTS_OF_DAY = {"morning": (6, 12), "afternoon": (12, 18), "evening": (18, 24),
 _FUTURE_RE = re.compile(
     r"\b(?:will|shall|won['’]?t|gonna|going\s+to|plans?\s+(?:to|for|on)|planning|"
     r"intends?\s+to|hopes?\s+to|hoping\s+to|looking\s+forward|can['’]?t\s+wait|upcoming|"
-    r"scheduled|tomorrow|soon|in\s+the\s+future)\b|['’]ll\b",
+    r"scheduled|tomorrow|soon|in\s+the\s+future|"
+    # the present progressive of plans: "Northwind is onboarding them in June"
+    r"(?:is|are|am)\s+(?!\w+ing\s+(?:on|about)\b)\w+ing|['’](?:s|re|m)\s+\w+ing)\b|['’]ll\b",
     re.I,
 )
 _PAST_AUX_RE = re.compile(r"\b(?:was|were|been)\s+$", re.I)

@@ -466,3 +466,11 @@ def test_reference_timezone_is_utc_naive_everywhere():
         "last week, in June 2023, tomorrow", datetime(2023, 5, 8, 12, tzinfo=UTC)
     ):
         assert iv.start.tzinfo is None and iv.end.tzinfo is None
+
+
+def test_present_progressive_plans_point_a_bare_month_forward():
+    ref = datetime(2025, 5, 22, 9, 30)
+    [plan] = find_time_expressions("Northwind is onboarding its retail division in early June", ref)
+    [past] = find_time_expressions("It was raining in June", ref)
+    assert plan.start == datetime(2025, 6, 1)
+    assert past.start == datetime(2024, 6, 1)
