@@ -12,6 +12,11 @@ from collections.abc import Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    # `screenshot` renders the studio, so it lives in `app` (core never imports app).
+    if args and args[0] == "screenshot":
+        from app.screenshot import main as screenshot_main
+
+        return screenshot_main(args[1:])
     if any(not a.startswith("-") for a in args) or "-h" in args or "--help" in args:
         from core.cli import main as cli_main
 

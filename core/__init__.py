@@ -5,8 +5,28 @@ imports Qt (an import-linter contract checks it).
 """
 
 from core.bank import UNSET, Bank
+from core.config import DEFAULTS as CONFIG_DEFAULTS
+from core.curate import AuditEntry, RetractPreview
 from core.engine import BankInfo, Engine
 from core.progress import CancelToken, Progress
+from core.providers.llm import LanguageModel, LanguageModelError, LlmSettings
+from core.recall.activation import adjacency, spread
+from core.recall.result import RecallItem, RecallResult
+from core.reflect import (
+    Comparison,
+    FormedOpinion,
+    OpinionChange,
+    OpinionTrajectory,
+    Reflection,
+    ReflectionError,
+    system_prompt,
+)
+from core.retain.importers import FORMATS as INGEST_FORMATS
+from core.retain.importers import load_documents
+from core.retain.pipeline import MODES as INGEST_MODES
+from core.retain.report import IngestReport
+from core.settings import EngineSettings
+from core.snapshot import Manifest, SnapshotDiff, SnapshotError, diff_snapshots
 from core.store.units import UnitFilter
 from core.types import (
     BankExistsError,
@@ -34,33 +54,59 @@ from core.types import (
 )
 
 __all__ = [
-    "UNSET",
+    "AuditEntry",
     "Bank",
     "BankExistsError",
     "BankInfo",
     "BankLockedError",
     "BankNotFoundError",
     "BankProfile",
+    "CONFIG_DEFAULTS",
     "CancelToken",
     "CancelledError",
     "Change",
+    "Comparison",
     "Disposition",
     "Document",
     "EmbeddingMismatchError",
     "Engine",
+    "EngineSettings",
     "EngramError",
     "Entity",
     "ExtractionMode",
+    "FormedOpinion",
+    "INGEST_FORMATS",
+    "INGEST_MODES",
+    "IngestReport",
     "InvalidInputError",
     "Kind",
+    "LanguageModel",
+    "LanguageModelError",
     "Link",
     "LinkKind",
+    "LlmSettings",
+    "Manifest",
     "Network",
     "NewUnit",
+    "OpinionChange",
+    "OpinionTrajectory",
     "Progress",
+    "RecallItem",
+    "RecallResult",
+    "Reflection",
+    "ReflectionError",
+    "RetractPreview",
+    "SnapshotDiff",
+    "SnapshotError",
     "Turn",
+    "UNSET",
     "Unit",
     "UnitFilter",
     "UnitStatus",
     "VerifyReport",
+    "adjacency",
+    "diff_snapshots",
+    "load_documents",
+    "spread",
+    "system_prompt",
 ]

@@ -20,7 +20,6 @@ from core.store.bank_store import BankStore, utcnow
 from core.store.units import (
     UnitFilter,
     count_units,
-    delete_units,
     get_units,
     insert_units,
     select_units,
@@ -39,7 +38,19 @@ from core.types import (
 )
 
 if TYPE_CHECKING:
+    from core.curate.audit import AuditEntry
+    from core.curate.retract import RetractPreview
     from core.engine import Engine
+    from core.providers.llm import LanguageModel
+    from core.recall.result import RecallResult
+    from core.reflect.values import Comparison, OpinionChange, OpinionTrajectory, Reflection
+    from core.retain.documents import StoredDocument
+    from core.retain.entities import EntityDecision
+    from core.retain.observations import JobsReport
+    from core.retain.opinions import OpinionEvent
+    from core.retain.report import IngestReport
+    from core.snapshot.archive import Manifest
+    from core.types import Document, Entity, Link, Turn
 
 ADD_BATCH = 1000
 MAX_UNIT_CHARS = 20_000
@@ -190,49 +201,340 @@ class Bank:
         occurred_start: datetime | None = UNSET,
         occurred_end: datetime | None = UNSET,
         confidence: float | None = UNSET,
+        entity_ids: Sequence[str] | None = None,
+        actor: str = "user",
     ) -> Change:
-        """Change a unit in place; a text edit re-embeds and re-indexes it."""
-        current = self.unit(unit_id)
-        fields: dict[str, Any] = {}
-        if text is not None and text != current.text:
-            fields["text"] = self._validated(NewUnit(text=text)).text
-            fields["vector"] = self.engine.embedder.embed_one(fields["text"]).tolist()
-        if network is not None:
-            fields["network"] = str(Network(network))
-        if occurred_start is not UNSET:
-            fields["occurred_start"] = occurred_start
-        if occurred_end is not UNSET:
-            fields["occurred_end"] = occurred_end
-        if confidence is not UNSET:
-            if confidence is not None and not 0.0 <= confidence <= 1.0:
-                raise InvalidInputError(f"confidence must be in [0, 1], got {confidence}")
-            fields["confidence"] = confidence
-        if not fields:
-            return Change()
-        fields["updated_at"] = utcnow()
-        assignments = ", ".join(f"{column} = ?" for column in fields)
-        with self.store.transaction() as tx:
-            tx.con.execute(
-                f"UPDATE units SET {assignments} WHERE id = ?", [*fields.values(), unit_id]
-            )
-            tx.touch([unit_id])
-        return Change.of(updated={Kind.UNIT: [unit_id]})
+        """Change a unit in place: a new text is re-embedded and re-indexed; new
+        text, time or entities re-link it. Audited, undoable (core/curate)."""
+        from core.curate.units import edit_unit
 
-    def delete_units(self, unit_ids: Sequence[str]) -> Change:
-        with self.store.transaction() as tx:
-            removed = delete_units(tx.con, unit_ids)
-            tx.touch(removed)
-        return Change.of(removed={Kind.UNIT: removed})
+        return edit_unit(
+            self,
+            unit_id,
+            text=text,
+            network=network,
+            occurred_start=occurred_start,
+            occurred_end=occurred_end,
+            confidence=confidence,
+            entity_ids=entity_ids,
+            actor=actor,
+        )
+
+    def delete_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+        """Delete units with their mentions, links and opinion events. Audited, undoable."""
+        from core.curate.units import delete_units
+
+        return delete_units(self, unit_ids, actor=actor)
 
     # -- retain (core/retain) ------------------------------------------------
 
+    def ingest(
+        self,
+        source: str | Path | Document | Sequence[Document],
+        format: str = "auto",
+        mode: str = "auto",
+        *,
+        force: bool = False,
+        progress: Progress | None = None,
+        cancel: CancelToken | None = None,
+        llm: LanguageModel | None = None,
+    ) -> IngestReport:
+        """Retain a conversation file (every conversation in it) or Document(s).
+
+        mode: auto | llm | rules | verbatim; `llm` overrides the engine's
+        configured model. One transaction per document; observations are only
+        queued (run `process_jobs`). See `core.retain.pipeline`."""
+        from core.retain.pipeline import ingest
+
+        return ingest(self, source, format, mode, force, progress, cancel, llm)
+
+    def process_jobs(
+        self,
+        llm: LanguageModel | None = None,
+        limit: int | None = None,
+        progress: Progress | None = None,
+        cancel: CancelToken | None = None,
+    ) -> JobsReport:
+        """Regenerate the observations queued by retain (see core.retain.observations)."""
+        from core.retain.observations import process_jobs
+
+        return process_jobs(self, llm, limit, progress, cancel)
+
+    def pending_jobs(self) -> int:
+        from core.retain.observations import pending_jobs
+
+        return pending_jobs(self.store.reader())
+
+    def documents(self) -> list[StoredDocument]:
+        from core.retain.documents import list_documents
+
+        return list_documents(self.store.reader())
+
+    def turns(self, document_id: str) -> list[Turn]:
+        from core.retain.documents import document_turns
+
+        return document_turns(self.store.reader(), document_id)
+
+    def provenance(self, unit_id: str) -> list[Turn]:
+        """The source turns of a unit, in its source order."""
+        from core.retain.documents import provenance
+
+        return provenance(self.store.reader(), unit_id)
+
+    def entities(self, *, include_retracted: bool = False) -> list[Entity]:
+        """Canonical entities, most mentioned first."""
+        from core.retain.entities import list_entities
+
+        return list_entities(self.store.reader(), include_retracted=include_retracted)
+
+    def entity(self, entity_id: str) -> Entity:
+        from core.retain.entities import get_entity
+
+        found = get_entity(self.store.reader(), entity_id)
+        if found is None:
+            raise EngramError(f"no entity {entity_id!r} in bank {self.name!r}")
+        return found
+
+    def entity_decisions(self, entity_id: str | None = None) -> list[EntityDecision]:
+        """How surfaces were resolved to entities, with their scores."""
+        from core.retain.entities import list_decisions
+
+        return list_decisions(self.store.reader(), entity_id)
+
+    def links(self, unit_id: str, kinds: Sequence[str] | None = None) -> list[Link]:
+        """Links leaving a unit (each link is stored in both directions)."""
+        from core.retain.links import links_of
+
+        return links_of(self.store.reader(), unit_id, kinds)
+
+    def opinion_events(self, opinion_id: str) -> list[OpinionEvent]:
+        """An opinion's confidence history, oldest first."""
+        from core.retain.opinions import events_of
+
+        return events_of(self.store.reader(), opinion_id)
+
+    def observation(self, entity_id: str) -> Unit | None:
+        """The entity's observation unit, if one was generated."""
+        from core.retain.observations import observation_of
+
+        return observation_of(self.store.reader(), entity_id)
+
     # -- recall (core/recall) ------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        budget_tokens: int = 1024,
+        networks: Network | str | Sequence[Network | str] | None = None,
+        now: datetime | None = None,
+        level: str = "mid",
+        **options: Any,
+    ) -> RecallResult:
+        """The facts most relevant to `query` that fit in `budget_tokens`, with the
+        trace of how they were chosen. Options (reranker, channels, start, end,
+        observation_budget, settings): see `core.recall.pipeline.recall`."""
+        from core.recall.pipeline import recall
+
+        return recall(self, query, budget_tokens, networks, now, level, **options)
 
     # -- reflect and opinions (core/reflect) ---------------------------------
 
+    def reflect(
+        self,
+        query: str,
+        disposition: Disposition | None = None,
+        budget_tokens: int = 4096,
+        commit: bool = True,
+        llm: LanguageModel | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> Reflection:
+        """Answer `query` from memory under Θ (default: the bank's) and, with
+        `commit`, keep the reflection and apply the opinions it forms.
+        See `core.reflect.reflect.reflect`."""
+        from core.reflect.reflect import reflect
+
+        return reflect(self, query, disposition, budget_tokens, commit, llm, now=now)
+
+    def compare(
+        self,
+        query: str,
+        dispositions: Sequence[Disposition],
+        budget_tokens: int = 4096,
+        llm: LanguageModel | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> Comparison:
+        """The same recalled evidence answered under 2–4 dispositions in parallel;
+        commits nothing."""
+        from core.reflect.reflect import compare
+
+        return compare(self, query, dispositions, budget_tokens, llm, now=now)
+
+    def commit_reflection(self, reflection: Reflection, *, apply_opinions: bool = True) -> Change:
+        """Keep a reflection (from `compare` or `reflect(commit=False)`) and apply
+        exactly its opinions."""
+        from core.reflect.reflect import commit_reflection
+
+        return commit_reflection(self, reflection, apply_opinions=apply_opinions)
+
+    def reflections(
+        self, *, limit: int | None = 100, offset: int = 0, opinion_id: str | None = None
+    ) -> list[Reflection]:
+        """Kept reflections, newest first (with `opinion_id`: those that touched it)."""
+        from core.reflect.store import list_reflections
+
+        return list_reflections(self, limit=limit, offset=offset, opinion_id=opinion_id)
+
+    def reflection(self, reflection_id: str) -> Reflection:
+        from core.reflect.store import get_reflection
+
+        return get_reflection(self, reflection_id)
+
+    def opinions(
+        self,
+        entity: str | None = None,
+        *,
+        min_confidence: float | None = None,
+        limit: int | None = None,
+    ) -> list[Unit]:
+        """Active opinions, most confident first; with `entity`, those about it."""
+        from core.reflect.history import opinions
+
+        return opinions(self, entity, min_confidence=min_confidence, limit=limit)
+
+    def opinion_history(self, opinion_id: str) -> OpinionTrajectory:
+        """An opinion's trajectory: each event with its evidence, reason and past texts."""
+        from core.reflect.history import trajectory
+
+        return trajectory(self, opinion_id)
+
+    def opinion_confidence_at(self, opinion_id: str, when: datetime) -> float | None:
+        """An opinion's confidence at a past time, replayed from its events."""
+        from core.reflect.history import confidence_at
+
+        return confidence_at(self, opinion_id, when)
+
+    def opinions_changed(
+        self, start: datetime | None = None, end: datetime | None = None
+    ) -> list[OpinionChange]:
+        """Opinions with events in [start, end), each with those events."""
+        from core.reflect.history import changed_between
+
+        return changed_between(self, start, end)
+
     # -- curation (core/curate) ----------------------------------------------
 
+    def rename_entity(
+        self, entity_id: str, name: str, *, keep_alias: bool = True, actor: str = "user"
+    ) -> Change:
+        """Rename an entity; the old name stays an alias unless keep_alias=False."""
+        from core.curate.entities import rename_entity
+
+        return rename_entity(self, entity_id, name, keep_alias=keep_alias, actor=actor)
+
+    def merge_entities(self, source_id: str, target_id: str, *, actor: str = "user") -> Change:
+        """Merge `source_id` into `target_id`: mentions, links, opinions and
+        observations follow; the source's name becomes an alias of the target."""
+        from core.curate.entities import merge_entities
+
+        return merge_entities(self, source_id, target_id, actor=actor)
+
+    def split_entity(
+        self,
+        entity_id: str,
+        unit_ids: Sequence[str],
+        name: str,
+        *,
+        type: str | None = None,
+        actor: str = "user",
+    ) -> Change:
+        """Move the mentions by `unit_ids` to a new entity `name` (its id is in
+        `change.added[Kind.ENTITY]`)."""
+        from core.curate.entities import split_entity
+
+        return split_entity(self, entity_id, unit_ids, name, type=type, actor=actor)
+
+    def retract_preview(self, entity_id: str) -> RetractPreview:
+        """How many units, opinions, observations, links and source turns an
+        entity's retract (or purge) touches."""
+        from core.curate.retract import retract_preview
+
+        return retract_preview(self, entity_id)
+
+    def retract_entity(self, entity_id: str, *, actor: str = "user") -> Change:
+        """Hide the entity and every unit derived from it from recall, reflect and
+        the default views; reversible (restore_entity, undo)."""
+        from core.curate.retract import retract_entity
+
+        return retract_entity(self, entity_id, actor=actor)
+
+    def restore_entity(self, entity_id: str, *, actor: str = "user") -> Change:
+        from core.curate.retract import restore_entity
+
+        return restore_entity(self, entity_id, actor=actor)
+
+    def purge_entity(
+        self,
+        entity_id: str,
+        *,
+        confirm: bool = False,
+        actor: str = "user",
+        progress: Progress | None = None,
+    ) -> Change:
+        """Remove the entity and everything derived from it for good, from every
+        store and every old copy; its names are redacted from the stored turns.
+        THIS CANNOT BE UNDONE: it runs only with confirm=True."""
+        from core.curate.purge import purge_entity
+
+        return purge_entity(self, entity_id, confirm=confirm, actor=actor, progress=progress)
+
+    def undo(self, *, actor: str = "user") -> Change:
+        """Take back the latest curation action (not a purge); EngramError if none."""
+        from core.curate.undo import undo
+
+        return undo(self, actor=actor)
+
+    def redo(self, *, actor: str = "user") -> Change:
+        from core.curate.undo import redo
+
+        return redo(self, actor=actor)
+
+    def audit(
+        self,
+        *,
+        limit: int | None = 100,
+        offset: int = 0,
+        action: str | None = None,
+        target: str | None = None,
+        actor: str | None = None,
+    ) -> list[AuditEntry]:
+        """Curation actions, newest first: who, when, what, before and after."""
+        from core.curate.audit import entries
+
+        return entries(
+            self.store.reader(),
+            limit=limit,
+            offset=offset,
+            action=action,
+            target=target,
+            actor=actor,
+        )
+
     # -- snapshots (core/snapshot) -------------------------------------------
+
+    def export_snapshot(
+        self,
+        path: str | Path,
+        *,
+        progress: Progress | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Manifest:
+        """Write the whole bank to one `.engram` file (a zip of Parquet tables and a
+        manifest), streamed; returns the manifest. Import with Engine.import_snapshot."""
+        from core.snapshot.export import export_snapshot
+
+        return export_snapshot(self, path, progress, cancel)
 
     # -- integrity -----------------------------------------------------------
 

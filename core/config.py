@@ -33,6 +33,21 @@ DEFAULTS: dict[str, Any] = {
     "recall.mu_entity": 0.9,
     "recall.mu_temporal": 0.6,
     "recall.mu_semantic": 0.6,
+    # retain (entity resolution, links, opinions, observations)
+    # A candidate entity is scored only when its name is at least this similar.
+    "retain.entity_candidate_floor": 0.7,
+    # Time proximity exp(-gap / scale): a month apart scores 1/e.
+    "retain.entity_time_scale_days": 30.0,
+    # Temporal links kept per new unit (the nearest in time within the window).
+    "retain.temporal_links_per_unit": 10,
+    # An opinion is related to a fact above this cosine, or above the lower one
+    # when they also share an entity other than the speakers.
+    "retain.opinion_related_similarity": 0.7,
+    "retain.opinion_entity_similarity": 0.5,
+    # Opinions assessed per new fact (each is a model call in llm mode).
+    "retain.opinion_candidates": 3,
+    # Facts quoted in a rules-mode observation profile.
+    "retain.observation_max_facts": 12,
 }
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import platformdirs
 
 from core.bank import Bank
+from core.curate.purge import finish_pending_purge
 from core.settings import EngineSettings
 from core.store.bank_store import BankStore, utcnow
 from core.store.lock import BankLock
@@ -72,6 +73,27 @@ class Engine:
         self._embedder_lock = threading.Lock()
         self._open: dict[Path, Bank] = {}
         self.settings = EngineSettings.load(self.home)
+        # Finish what an import killed mid-way left (core/snapshot).
+        from core.snapshot.importer import cleanup_stale_imports
+
+        cleanup_stale_imports(self.banks_dir)
+
+    def import_snapshot(
+        self,
+        path: str | Path,
+        name: str | None = None,
+        replace: bool = False,
+        *,
+        progress=None,
+        cancel=None,
+    ) -> Bank:
+        """Import a `.engram` snapshot as a new bank (default: its exported name), or
+        in place of the bank of that name with `replace=True` (atomic: the old bank
+        stays until the new one is complete). Re-embeds if the model differs.
+        Refuses unsafe or inconsistent files with an EngramError, changing nothing."""
+        from core.snapshot.importer import import_snapshot
+
+        return import_snapshot(self, path, name, replace, progress, cancel)
 
     # -- providers -----------------------------------------------------------
 
@@ -168,6 +190,8 @@ class Engine:
         model, dim = self.embedding_spec
         store = BankStore(folder, name, model, dim)
         bank = Bank(self, folder, store)
+        # A purge killed after its commit still has old copies on disk to destroy.
+        finish_pending_purge(bank)
         self._open[folder] = bank
         return bank
 

@@ -296,6 +296,13 @@ _FUTURE_RE = re.compile(
     re.I,
 )
 _PAST_AUX_RE = re.compile(r"\b(?:was|were|been)\s+$", re.I)
+# Sentences told in the past keep a yearless date in the past.
+_PAST_RE = re.compile(
+    r"\b(?:was|were|did|had|went|got|came|saw|made|took|met|gave|told|said|ago|"
+    r"yesterday|used\s+to|(?!(?:indeed|need|speed|feed|seed|proceed|exceed|succeed|embed)\b)"
+    r"\w{3,}ed)\b",
+    re.I,
+)
 
 # Cheap gate: a text with none of these cannot hold a time expression.
 _TRIGGER_RE = re.compile(
@@ -359,6 +366,20 @@ class _Ctx:
                 break
             self._future[key] = found
         return self._future[key]
+
+    def forward(self, pos: int, ahead: timedelta, behind: timedelta) -> bool:
+        """Does a yearless date point forward? Future talk: yes; past talk: no;
+        otherwise whichever occurrence is nearer ("10 to 12 September" asked on
+        28 August is this September, "in May" said in August the last one)."""
+        if self.future(pos):
+            return True
+        if self.lenient:  # a bare expression has no sentence to judge by: the past
+            return False
+        lo = max(self.text.rfind(". ", 0, pos), 0)
+        hi = self.text.find(". ", pos)
+        if _PAST_RE.search(self.text, lo, hi if hi >= 0 else len(self.text)):
+            return False
+        return ahead < behind
 
 
 _Handler = Callable[[re.Match[str], _Ctx], "_Item | None"]
@@ -466,8 +487,12 @@ def _dated(m: re.Match[str], ctx: _Ctx, month: int, day: int) -> _Item | None:
     if m["year"]:
         iv = _ymd(int(m["year"]), month, day)
         return _item(m, iv) if iv else None
-    fut = ctx.future(m.start())
-    iv = _month_day(ctx.ref, month, day, fut)
+    after = _month_day(ctx.ref, month, day, True)
+    before = _month_day(ctx.ref, month, day, False)
+    if after is None or before is None:
+        return None
+    fut = ctx.forward(m.start(), after.start - ctx.today, ctx.today - before.start)
+    iv = after if fut else before
     if iv is None:
         return None
     return _item(m, iv, lambda r: _month_day(r, month, day, False))
@@ -527,7 +552,7 @@ _NAME_LIKE_MONTHS = {"april", "may", "june", "august", "march"}
 
 
 @_rule(
-    rf"\b(?:(?P<mod>last|this\s+past|this\s+coming|this|next|past|coming)\s+)?"
+    rf"\b(?:(?P<mod>last|this\s+past|this\s+coming|this|next|coming)\s+)?"
     rf"(?P<mon>{_MONTH_FULL})\b(?!['’]s\b)"
 )
 def _bare_month(m: re.Match[str], ctx: _Ctx) -> _Item | None:
@@ -546,7 +571,12 @@ def _bare_month(m: re.Match[str], ctx: _Ctx) -> _Item | None:
                 ok = None  # "a painting by June"
             if not ok and not (tok[0].isupper() and low not in _NAME_LIKE_MONTHS):
                 return None
-    mode = _direction(m["mod"], ctx.future(m.start()))
+    if m["mod"]:
+        mode = _direction(m["mod"], False)
+    else:
+        ahead = _month_nearest(ctx.ref, month, "next").start - ctx.today
+        behind = ctx.today - _month_nearest(ctx.ref, month, "past").start
+        mode = "future" if ctx.forward(m.start(), ahead, behind) else "past"
     iv = _month_nearest(ctx.ref, month, mode)
     redo = None if m["mod"] else (lambda r: _month_nearest(r, month, "past"))
     return _item(m, iv, redo)
@@ -816,7 +846,7 @@ _WEEKDAY_CTX_RE = re.compile(
 
 
 @_rule(
-    rf"\b(?:(?P<mod>last|this\s+past|past|this\s+coming|this|next|coming)\s+)?"
+    rf"\b(?:(?P<mod>last|this\s+past|this\s+coming|this|next|coming)\s+)?"
     rf"(?P<wd>{_WEEKDAY})\b(?!['’]s\b)(?:\s+(?P<part>morning|afternoon|evening|night))?"
 )
 def _weekday(m: re.Match[str], ctx: _Ctx) -> _Item | None:
@@ -860,7 +890,7 @@ _SEASON_CTX_RE = re.compile(
 
 
 @_rule(
-    r"\b(?:(?P<mod>last|this\s+past|past|this\s+coming|this|next|coming)\s+)?"
+    r"\b(?:(?P<mod>last|this\s+past|this\s+coming|this|next|coming)\s+)?"
     rf"(?P<season>summer|winter|spring|autumn|fall)\b(?!['’]s\b)"
     rf"(?:\s+(?:of\s+)?(?P<year>{_YEAR})\b)?"
 )
@@ -906,7 +936,7 @@ _HOLIDAY_CTX_RE = re.compile(
 
 
 @_rule(
-    r"\b(?:(?P<mod>last|this\s+past|past|this\s+coming|this|next|coming)\s+)?"
+    r"\b(?:(?P<mod>last|this\s+past|this\s+coming|this|next|coming)\s+)?"
     r"(?P<hol>christmas\s+eve|christmas\s+day|christmas|xmas|new\s+year['’]?s\s+eve|"
     r"new\s+year['’]?s\s+day|new\s+year['’]?s|halloween|valentine['’]?s\s+day|valentines\s+day|"
     r"thanksgiving|easter|independence\s+day|the\s+(?:fourth|4th)\s+of\s+july)"

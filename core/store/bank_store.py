@@ -246,15 +246,56 @@ class BankStore:
         return self.verify()
 
     def rebuild_indexes(self) -> None:
-        """Queue every unit: the indexes are re-derived from DuckDB."""
-        with self.transaction() as tx:
-            ids = [r[0] for r in tx.con.execute("SELECT id FROM units").fetchall()]
-            tx.touch(ids)
+        """Re-derive LanceDB and Tantivy from DuckDB in fresh folders and swap
+        them in: no older version, deleted row or stale segment survives."""
+        from core.store import rebuild
+
+        with self._write_lock:
+            self.sync_indexes()
+            vectors_dir, bm25_dir = self.folder / VECTORS_DIR, self.folder / BM25_DIR
+            fresh_vectors, fresh_bm25 = rebuild.build_fresh(
+                self.reader(), vectors_dir, bm25_dir, self.dim
+            )
+            self.lexical.close()
+            rebuild.swap(fresh_vectors, vectors_dir)
+            rebuild.swap(fresh_bm25, bm25_dir)
+            self.vectors = VectorIndex(vectors_dir, self.dim)
+            self.lexical = LexicalIndex(bm25_dir)
 
     # -- lifecycle -----------------------------------------------------------
 
     def checkpoint(self) -> None:
         self._db.execute("CHECKPOINT")
+
+    def rebuild_database(self) -> None:
+        """Copy bank.duckdb into a fresh file and swap it in, then reopen.
+
+        DuckDB reuses freed blocks but never wipes them, so deleted rows linger
+        in the file; a purge must leave nothing readable. The bank lock is held
+        throughout; a crash before the swap leaves the old file whole (the
+        half-written copy is replaced by the next rebuild)."""
+        import os
+
+        from core.store.filters import sql_string
+
+        with self._write_lock:
+            path = self.folder / DB_NAME
+            fresh = self.folder / (DB_NAME + ".rebuild")
+            for stale in (fresh, fresh.with_name(fresh.name + ".wal")):
+                stale.unlink(missing_ok=True)
+            name = self._db.execute("SELECT current_database()").fetchone()[0]
+            self._db.execute("CHECKPOINT")
+            self._db.execute(f"ATTACH {sql_string(str(fresh))} AS engram_rebuild")
+            try:
+                self._db.execute(f'COPY FROM DATABASE "{name}" TO engram_rebuild')
+            finally:
+                self._db.execute("DETACH engram_rebuild")
+            self._db.close()
+            try:
+                os.replace(fresh, path)
+                path.with_name(path.name + ".wal").unlink(missing_ok=True)
+            finally:
+                self._db = duckdb.connect(str(path))
 
     def close(self) -> None:
         if not self._lock.held:

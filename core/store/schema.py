@@ -164,6 +164,29 @@ MIGRATIONS: list[list[str]] = [
             recorded_at TIMESTAMP NOT NULL
         )""",
     ],
+    # 3: reflect — every reflection kept: its question, Θ, the evidence it saw (ids
+    # only, so purging a unit purges its text here too), the answer, the opinions
+    # it formed or updated (JSON, with their event ids), and what produced it.
+    [
+        """CREATE TABLE reflections (
+            id VARCHAR PRIMARY KEY,
+            query VARCHAR NOT NULL,
+            disposition JSON NOT NULL,
+            evidence_ids VARCHAR[] NOT NULL,
+            answer VARCHAR NOT NULL,
+            opinions JSON NOT NULL,
+            model VARCHAR NOT NULL,
+            mode VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            committed BOOLEAN NOT NULL,
+            committed_at TIMESTAMP,
+            budget_tokens INTEGER,
+            system_prompt VARCHAR,
+            opinion_error VARCHAR,
+            notes VARCHAR[]
+        )""",
+        "CREATE INDEX reflections_created ON reflections(created_at)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

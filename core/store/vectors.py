@@ -57,6 +57,10 @@ class VectorIndex:
     def upsert(self, rows: pa.Table) -> None:
         """rows: id, vector (list<float>), network, status, occurred_start, occurred_end."""
         self.delete(rows.column("id").to_pylist())
+        self.append(rows)
+
+    def append(self, rows: pa.Table) -> None:
+        """Add rows known not to be in the table yet (a fresh index being filled)."""
         if rows.num_rows:
             self._table.add(rows.cast(_schema(self.dim)))
         self._writes_since_compaction += 1

@@ -230,3 +230,13 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path, embedder):
         owner = json.loads((folder / "bank.lock").read_text())
         assert owner["pid"] == os.getpid()
         bank.close()
+
+
+def test_rebuild_indexes_rederives_both_from_duckdb(bank):
+    bank.add_units([NewUnit(f"rebuilt fact {i}") for i in range(4)])
+    gone = bank.units()[0].id
+    bank.store.vectors.delete([gone])  # an index that lost an entry and gained history
+    bank.store.rebuild_indexes()
+    assert bank.verify().ok
+    assert bank.store.vectors.versions() == 1
+    assert {h.id for h in bank.store.lexical.search("rebuilt", 10)} == {u.id for u in bank.units()}

@@ -474,3 +474,25 @@ def test_present_progressive_plans_point_a_bare_month_forward():
     [past] = find_time_expressions("It was raining in June", ref)
     assert plan.start == datetime(2025, 6, 1)
     assert past.start == datetime(2024, 6, 1)
+
+
+def test_past_as_a_preposition_is_not_last():
+    ref = datetime(2025, 4, 17, 14)
+    [when] = find_time_expressions("the Beacon launch will slip past June 16", ref)
+    assert (when.start, when.end) == (datetime(2025, 6, 16), datetime(2025, 6, 17))
+
+
+@pytest.mark.parametrize(
+    ("sentence", "start"),
+    [
+        # No tense cue: the nearer occurrence, which for next month is ahead.
+        ("Can you book the Lisbon venue for 12 September?", datetime(2025, 9, 12)),
+        ("The review is on 2 September", datetime(2025, 9, 2)),
+        # Told in the past, or the nearer one is behind: the past one.
+        ("We went camping on 2 September", datetime(2024, 9, 2)),
+        ("In May the team moved offices", datetime(2025, 5, 1)),
+    ],
+)
+def test_a_yearless_date_points_to_its_nearer_occurrence_unless_the_tense_says(sentence, start):
+    [when] = find_time_expressions(sentence, datetime(2025, 8, 28, 10))
+    assert when.start == start

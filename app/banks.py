@@ -1,0 +1,254 @@
+"""The bank list: every bank in the data folder; create, rename, delete.
+
+Listing reads only each bank's label file (no database is opened), so it is
+cheap; it still runs in the runner, with everything else that touches disk.
+Deleting asks for the bank's name typed in full.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.panes.base import muted_label
+from app.state import StudioState
+from core import BankInfo, Change, Kind
+
+InfoRole = Qt.ItemDataRole.UserRole + 1
+
+
+class BankList(QWidget):
+    open_requested = Signal(object)  # BankInfo
+    create_requested = Signal()
+    rename_requested = Signal(str)
+    delete_requested = Signal(str)
+
+    def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("bank-list")
+        self.state = state
+        self.infos: list[BankInfo] = []
+        self.list = QListWidget()
+        self.list.setObjectName("banks")
+        self.list.itemActivated.connect(self._activated)
+        self.list.itemClicked.connect(self._activated)
+        self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
+        self.empty = muted_label("No banks yet.\nCreate one with New (Ctrl+N).")
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.new_button = QPushButton("New…")
+        self.new_button.setToolTip("Create a bank (Ctrl+N)")
+        self.new_button.clicked.connect(self.create_requested)
+        self.rename_button = QPushButton("Rename…")
+        self.rename_button.clicked.connect(lambda: self._with_current(self.rename_requested))
+        self.delete_button = QPushButton("Delete…")
+        self.delete_button.setProperty("danger", True)
+        self.delete_button.clicked.connect(lambda: self._with_current(self.delete_requested))
+        buttons = QHBoxLayout()
+        buttons.setSpacing(4)
+        buttons.addWidget(self.new_button)
+        buttons.addWidget(self.rename_button)
+        buttons.addWidget(self.delete_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(self.list, 1)
+        layout.addWidget(self.empty, 1)
+        layout.addLayout(buttons)
+        self._current_name: str | None = None
+        state.bank_changed.connect(lambda bank: self.mark_current(bank.name if bank else None))
+        state.changed.connect(self._on_change)
+        self._show([])
+
+    def reload(self) -> None:
+        engine = self.state.engine
+        self.state.runner.run_query(engine.banks, self._show)
+
+    def _on_change(self, change: Change) -> None:
+        if change.touches(Kind.BANK):
+            self.reload()
+
+    def _show(self, infos: list[BankInfo]) -> None:
+        self.infos = list(infos)
+        self.list.blockSignals(True)
+        self.list.clear()
+        for info in infos:
+            item = QListWidgetItem(info.name)
+            item.setData(InfoRole, info)
+            item.setToolTip(f"{info.name}\n{info.folder}")
+            self.list.addItem(item)
+        self.list.blockSignals(False)
+        self.list.setVisible(bool(infos))
+        self.empty.setVisible(not infos)
+        self.mark_current(self._current_name)
+
+    def names(self) -> list[str]:
+        return [i.name for i in self.infos]
+
+    def info(self, name: str) -> BankInfo | None:
+        return next((i for i in self.infos if i.name == name), None)
+
+    def mark_current(self, name: str | None) -> None:
+        self._current_name = name
+        self.list.blockSignals(True)
+        for row in range(self.list.count()):
+            item = self.list.item(row)
+            font = item.font()
+            font.setBold(item.text() == name)
+            item.setFont(font)
+            if item.text() == name:
+                self.list.setCurrentItem(item)
+        self.list.blockSignals(False)
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        has = self.list.currentItem() is not None
+        self.rename_button.setEnabled(has)
+        self.delete_button.setEnabled(has)
+
+    def _activated(self, item: QListWidgetItem) -> None:
+        info = item.data(InfoRole)
+        if info is not None and info.name != self._current_name:
+            self.open_requested.emit(info)
+
+    def _with_current(self, signal: Signal) -> None:
+        item = self.list.currentItem()
+        if item is not None:
+            signal.emit(item.text())
+
+
+class CreateBankDialog(QDialog):
+    def __init__(self, existing: list[str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("New bank")
+        self.existing = set(existing)
+        self.name = QLineEdit()
+        self.name.setPlaceholderText("e.g. Support agent")
+        self.agent = QLineEdit()
+        self.agent.setPlaceholderText("the speaker who is “I” in conversations")
+        self.background = QPlainTextEdit()
+        self.background.setPlaceholderText("Who the agent is, in its own words (optional)")
+        self.background.setFixedHeight(80)
+        self.problem = QLabel()
+        self.problem.setProperty("role", "error")
+        form = QFormLayout()
+        form.addRow("Name", self.name)
+        form.addRow("Agent", self.agent)
+        form.addRow("Background", self.background)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Create")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.problem)
+        layout.addWidget(self.buttons)
+        self.name.textChanged.connect(self._check)
+        self._check()
+        self.resize(440, self.sizeHint().height())
+
+    def _check(self) -> None:
+        name = self.name.text().strip()
+        problem = ""
+        if name in self.existing:
+            problem = "A bank with this name already exists."
+        self.problem.setText(problem)
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        ok.setEnabled(bool(name) and not problem)
+
+    def values(self) -> tuple[str, str, str]:
+        return (
+            self.name.text().strip(),
+            self.agent.text().strip(),
+            self.background.toPlainText().strip(),
+        )
+
+
+class RenameBankDialog(QDialog):
+    def __init__(self, name: str, existing: list[str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Rename bank")
+        self.old = name
+        self.existing = set(existing) - {name}
+        self.name = QLineEdit(name)
+        self.name.selectAll()
+        self.problem = QLabel()
+        self.problem.setProperty("role", "error")
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Rename")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        form = QFormLayout()
+        form.addRow("New name", self.name)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.problem)
+        layout.addWidget(self.buttons)
+        self.name.textChanged.connect(self._check)
+        self._check()
+        self.resize(400, self.sizeHint().height())
+
+    def _check(self) -> None:
+        name = self.name.text().strip()
+        problem = "A bank with this name already exists." if name in self.existing else ""
+        self.problem.setText(problem)
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        ok.setEnabled(bool(name) and name != self.old and not problem)
+
+    def value(self) -> str:
+        return self.name.text().strip()
+
+
+class DeleteBankDialog(QDialog):
+    """Deleting a bank is for good: the name must be typed to confirm."""
+
+    def __init__(self, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Delete bank")
+        self.bank_name = name
+        text = QLabel(
+            f"Delete the bank <b>{_escape(name)}</b> and everything in it: its units, "
+            "entities, links, opinions and documents. This cannot be undone.<br><br>"
+            "Type the bank's name to confirm:"
+        )
+        text.setWordWrap(True)
+        text.setTextFormat(Qt.TextFormat.RichText)
+        self.confirm = QLineEdit()
+        self.confirm.setPlaceholderText(name)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        self.delete_button = self.buttons.addButton(
+            "Delete bank", QDialogButtonBox.ButtonRole.DestructiveRole
+        )
+        self.delete_button.setProperty("danger", True)
+        self.delete_button.setEnabled(False)
+        self.delete_button.clicked.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(text)
+        layout.addWidget(self.confirm)
+        layout.addWidget(self.buttons)
+        self.confirm.textChanged.connect(
+            lambda t: self.delete_button.setEnabled(t == self.bank_name)
+        )
+        self.resize(440, self.sizeHint().height())
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return html.escape(text)

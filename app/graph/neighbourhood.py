@@ -1,0 +1,133 @@
+"""What the graph pane shows, read from the engine: runs in the runner, no Qt.
+
+Three neighbourhoods, as the issue asks: of a query (every unit the recall
+trace names, with the activation it records), of a unit and of an entity
+(the units within a few links, with activation spread from the unit or from
+the units that mention the entity). Links come from `Bank.links`, one unit at
+a time (each link is stored both ways, so the links leaving a unit are all of
+its links); only links between shown units are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.graph.activation import params_from_settings, rerun
+from app.graph.model import GraphData, trace_links, trace_node_ids
+from core import Bank
+
+MAX_NODES = 600  # the pane stays readable (and the layout quick) below this
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    graph: GraphData
+    activation: Mapping[str, Any] | None
+    params: Mapping[str, Any]
+    packed: tuple[str, ...] = ()
+    title: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+
+def _units(bank: Bank, ids: Sequence[str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for start in range(0, len(ids), 500):
+        for unit in bank.units(ids=list(ids[start : start + 500]), limit=None):
+            found[unit.id] = unit
+    return found
+
+
+def _links_among(bank: Bank, ids: Iterable[str]) -> list[tuple[str, str, str, float]]:
+    wanted = set(ids)
+    out: list[tuple[str, str, str, float]] = []
+    for unit_id in wanted:
+        for link in bank.links(unit_id):
+            if link.target in wanted:
+                out.append((link.source, link.target, str(link.kind), float(link.weight)))
+    return out
+
+
+def _graph(
+    bank: Bank, ids: Sequence[str], extra_links: Iterable[tuple[str, str, str, float]] = ()
+) -> GraphData:
+    units = _units(bank, ids)
+    shown = [i for i in ids if i in units]  # retracted or deleted since: left out
+    nodes = [(i, str(units[i].network)) for i in shown]
+    labels = {i: units[i].text for i in shown}
+    return GraphData.build(nodes, [*extra_links, *_links_among(bank, shown)], labels)
+
+
+def bank_params(bank: Bank) -> dict[str, Any]:
+    return params_from_settings(bank.config)
+
+
+def of_trace(bank: Bank, trace: Mapping[str, Any], packed: Iterable[str] = ()) -> Neighbourhood:
+    """Every unit a recall trace names, the links between them, the trace's activation."""
+    ids = trace_node_ids(trace)
+    notes: list[str] = []
+    if len(ids) > MAX_NODES:
+        notes.append(f"showing the first {MAX_NODES} of {len(ids)} units the trace names")
+        ids = ids[:MAX_NODES]
+    graph = _graph(bank, ids, trace_links(trace))
+    params = params_from_settings({**bank.config, **(trace.get("settings") or {})})
+    packed_ids = tuple(packed) or tuple(trace.get("packing", {}).get("packed", []))
+    return Neighbourhood(
+        graph,
+        trace.get("activation"),
+        params,
+        packed_ids,
+        f"recall: {trace.get('query', '')}",
+        tuple(notes),
+    )
+
+
+def _expand(bank: Bank, start: Sequence[str], hops: int, limit: int) -> list[str]:
+    seen: dict[str, None] = dict.fromkeys(start)
+    frontier = list(start)
+    for _ in range(hops):
+        nxt: list[str] = []
+        for unit_id in frontier:
+            for link in bank.links(unit_id):
+                if link.target not in seen and len(seen) < limit:
+                    seen[link.target] = None
+                    nxt.append(link.target)
+        frontier = nxt
+        if not frontier or len(seen) >= limit:
+            break
+    return list(seen)
+
+
+def of_unit(bank: Bank, unit_id: str, hops: int = 2, limit: int = 300) -> Neighbourhood:
+    """The units within `hops` links of one unit; activation spread from it."""
+    unit = bank.unit(unit_id)
+    ids = _expand(bank, [unit_id], hops, limit)
+    graph = _graph(bank, ids)
+    params = bank_params(bank)
+    activation = _spread(graph, {unit_id: 1.0}, params)
+    return Neighbourhood(graph, activation, params, (), f"unit: {unit.text[:60]}")
+
+
+def of_entity(bank: Bank, entity: str, hops: int = 1, limit: int = 300) -> Neighbourhood:
+    """The units that mention an entity and their neighbours; activation spread from them."""
+    mentioning = [u.id for u in bank.units(entity=entity, limit=limit)]
+    ids = _expand(bank, mentioning, hops, limit) if mentioning else []
+    graph = _graph(bank, ids)
+    params = bank_params(bank)
+    activation = _spread(graph, dict.fromkeys(mentioning, 1.0), params) if mentioning else None
+    return Neighbourhood(graph, activation, params, (), f"entity: {entity}")
+
+
+def _spread(
+    graph: GraphData, seeds: Mapping[str, float], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    return rerun(
+        graph,
+        seeds,
+        decay=params["decay"],
+        mu=params["mu"],
+        threshold=params["threshold"],
+        max_steps=params["max_steps"],
+        node_budget=max(int(params["node_budget"]), len(seeds) + 1),
+    )

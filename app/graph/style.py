@@ -1,0 +1,95 @@
+"""Colours, pens and brushes of the graph, built once and reused every frame.
+
+pyqtgraph caches each rendered node symbol by the identity of its pen and
+brush, so a frame must hand it the same QBrush objects again, never fresh
+ones: the lookup tables here are indexed by whole arrays per frame.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QPen
+
+from app.graph.model import LINK_KINDS, NETWORKS
+from app.theme import NETWORK_COLORS
+
+LEVELS = 16  # brightness steps of a node between unlit and fully lit
+UNKNOWN_COLOR = "#9aa3af"
+
+KIND_COLORS = {
+    "entity": "#14b8a6",
+    "temporal": "#eab308",
+    "semantic": "#94a3b8",
+    "causal": "#ef4444",
+}
+KIND_STYLES = {
+    "entity": Qt.PenStyle.SolidLine,
+    "temporal": Qt.PenStyle.DashLine,
+    "semantic": Qt.PenStyle.DotLine,
+    "causal": Qt.PenStyle.SolidLine,
+}
+KIND_WIDTHS = {"entity": 1.0, "temporal": 1.0, "semantic": 1.0, "causal": 1.6}
+RING_COLOR = "#f97316"
+SELECTED_COLOR = "#e11d48"
+
+
+def network_color(index: int) -> QColor:
+    if 0 <= index < len(NETWORKS):
+        return QColor(NETWORK_COLORS[NETWORKS[index]])
+    return QColor(UNKNOWN_COLOR)
+
+
+def _blend(a: QColor, b: QColor, t: float) -> QColor:
+    return QColor(
+        round(a.red() + (b.red() - a.red()) * t),
+        round(a.green() + (b.green() - a.green()) * t),
+        round(a.blue() + (b.blue() - a.blue()) * t),
+    )
+
+
+class GraphStyle:
+    """Every pen and brush the graph draws with, for one background colour."""
+
+    def __init__(self, background: QColor) -> None:
+        self.background = QColor(background)
+        self.dark = self.background.lightnessF() < 0.5
+        self.text = QColor("#e5e8ed" if self.dark else "#1d2430")
+        # brushes[network, level]: an object array, so a frame's brushes are one fancy index.
+        self.brushes = np.empty((len(NETWORKS) + 1, LEVELS), dtype=object)
+        for net in range(len(NETWORKS) + 1):
+            color = network_color(net)
+            for level in range(LEVELS):
+                t = 0.28 + 0.72 * level / (LEVELS - 1)
+                self.brushes[net, level] = QBrush(_blend(self.background, color, t))
+        outline = QColor(self.background)
+        self.node_pen = QPen(outline.darker(130) if not self.dark else outline.lighter(160))
+        self.node_pen.setWidthF(0.8)
+        self.node_pen.setCosmetic(True)
+        self.base_pens = {kind: self._pen(kind, 80 if not self.dark else 90) for kind in LINK_KINDS}
+        self.trail_pens = {kind: self._pen(kind, 190, width=2.0, solid=True) for kind in LINK_KINDS}
+        self.active_pens = {
+            kind: self._pen(kind, 255, width=3.2, solid=True) for kind in LINK_KINDS
+        }
+        ring = QPen(QColor(RING_COLOR))
+        ring.setWidthF(2.2)
+        ring.setCosmetic(True)
+        self.ring_pen = ring
+        selected = QPen(QColor(SELECTED_COLOR))
+        selected.setWidthF(3.0)
+        selected.setCosmetic(True)
+        self.selected_pen = selected
+        self.no_brush = QBrush(Qt.BrushStyle.NoBrush)
+        label_fill = QColor(self.background)
+        label_fill.setAlpha(215)
+        self.label_fill = QBrush(label_fill)
+
+    @staticmethod
+    def _pen(kind: str, alpha: int, width: float | None = None, solid: bool = False) -> QPen:
+        color = QColor(KIND_COLORS[kind])
+        color.setAlpha(alpha)
+        pen = QPen(color)
+        pen.setWidthF(KIND_WIDTHS[kind] if width is None else width)
+        pen.setCosmetic(True)  # the same width in pixels at any zoom
+        pen.setStyle(Qt.PenStyle.SolidLine if solid else KIND_STYLES[kind])
+        return pen

@@ -1,0 +1,348 @@
+"""The graph drawn with pyqtgraph: nodes, edges by link kind, activation frames.
+
+One ScatterPlotItem holds every node; one PlotCurveItem per link kind holds
+every edge of that kind (`connect="pairs"`), plus one per kind for the edges
+lit in the current step and one for the steps before. A frame sets whole
+arrays (sizes, brushes from a lookup table, edge coordinates) and never
+creates or touches a per-node object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics
+from PySide6.QtWidgets import QGraphicsItem, QWidget
+
+from app.graph.model import LINK_KINDS, GraphData
+from app.graph.style import LEVELS, GraphStyle
+
+TOP_LABELS = 8  # nodes labelled without hovering: the most active (or best connected)
+LABEL_CHARS = 42
+
+
+def _short(text: str, limit: int = LABEL_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+class GraphView(pg.PlotWidget):
+    node_clicked = Signal(str)
+    node_hovered = Signal(str)  # "" when the pointer leaves every node
+
+    def __init__(self, parent: QWidget | None = None, background: QColor | None = None) -> None:
+        bg = QColor(background) if background is not None else None
+        if bg is None:
+            bg = parent.palette().base().color() if parent is not None else QColor("#ffffff")
+        super().__init__(parent, background=bg)
+        self.style_ = GraphStyle(bg)
+        plot = self.getPlotItem()
+        for name in ("left", "bottom"):
+            plot.getAxis(name).enableAutoSIPrefix(False)
+            plot.hideAxis(name)
+        plot.setMenuEnabled(False)
+        plot.hideButtons()
+        plot.setAspectLocked(True)
+        self.setAntialiasing(True)
+        self.setMinimumSize(320, 240)
+
+        self.graph = GraphData.empty()
+        self.pos = np.zeros((0, 2))
+        self._base_size = np.zeros(0)
+        self._levels: np.ndarray | None = None
+        self._kind_visible = dict.fromkeys(LINK_KINDS, True)
+        self._marked = np.zeros(0, dtype=bool)
+        self._selected: int | None = None
+        self._hovered: int | None = None
+        self._label_top: tuple[int, ...] = ()
+        self._label_pool: tuple[int, ...] = ()
+        self._sizes = np.zeros(0)
+        self._pair_x: dict[str, np.ndarray] = {}
+        self._pair_y: dict[str, np.ndarray] = {}
+        self._edge_ids: dict[str, np.ndarray] = {}
+        self._lit_key: tuple[bytes, bytes] | None = None
+
+        s = self.style_
+        self.base_curves = {k: self._curve(s.base_pens[k], z=-30) for k in LINK_KINDS}
+        for curve in self.base_curves.values():
+            curve.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        self.trail_curves = {k: self._curve(s.trail_pens[k], z=-20) for k in LINK_KINDS}
+        self.active_curves = {k: self._curve(s.active_pens[k], z=-10) for k in LINK_KINDS}
+        self.nodes = pg.ScatterPlotItem(pxMode=True, hoverable=True, tip=None, pen=s.node_pen)
+        self.nodes.setZValue(0)
+        self.rings = pg.ScatterPlotItem(pxMode=True, pen=s.ring_pen, brush=s.no_brush)
+        self.rings.setZValue(5)
+        self.selection = pg.ScatterPlotItem(pxMode=True, pen=s.selected_pen, brush=s.no_brush)
+        self.selection.setZValue(6)
+        for item in (self.nodes, self.rings, self.selection):
+            self.addItem(item)
+        self.nodes.sigClicked.connect(self._on_clicked)
+        self.nodes.sigHovered.connect(self._on_hovered)
+
+        font = QFont(self.font())
+        font.setPointSizeF(max(8.0, font.pointSizeF() * 0.9))
+        self._labels = [self._label(font) for _ in range(TOP_LABELS)]
+        self._label_metrics = QFontMetrics(font)
+        self._hover_label = self._label(font, z=30)
+        plot.getViewBox().sigRangeChanged.connect(self._range_changed)
+
+    def _curve(self, pen, z: float) -> pg.PlotCurveItem:
+        curve = pg.PlotCurveItem(pen=pen, connect="pairs", skipFiniteCheck=True)
+        # Edges are separate segments: drawLines is several times faster than one long path.
+        curve.setSegmentedLineMode("on")
+        curve.setZValue(z)
+        self.addItem(curve)
+        return curve
+
+    def _label(self, font: QFont, z: float = 20) -> pg.TextItem:
+        item = pg.TextItem(
+            "", color=self.style_.text, fill=self.style_.label_fill, anchor=(0.5, 1.0)
+        )
+        item.setFont(font)
+        item.setZValue(z)
+        item.hide()
+        self.addItem(item)
+        return item
+
+    # -- content ------------------------------------------------------------------
+
+    def set_graph(self, graph: GraphData, positions: np.ndarray) -> None:
+        """Show `graph` at `positions` (n × 2); clears activation, marks and selection."""
+        self.graph = graph
+        self.pos = np.asarray(positions, dtype=np.float64).reshape(-1, 2)
+        degree = graph.degree().astype(np.float64)
+        top = degree.max() if degree.size and degree.max() > 0 else 1.0
+        self._base_size = 7.0 + 9.0 * np.sqrt(degree / top)
+        self._levels = None
+        self._marked = np.zeros(graph.node_count, dtype=bool)
+        self._selected = None
+        self._hovered = None
+        self._label_top = ()
+        self._label_pool = ()
+        self._lit_key = None
+        for k, kind in enumerate(LINK_KINDS):
+            ids = np.flatnonzero(graph.kind == k)
+            self._edge_ids[kind] = ids
+            x, y = self._pairs(ids)
+            self._pair_x[kind], self._pair_y[kind] = x, y
+            self.base_curves[kind].setData(x, y, connect="pairs", skipFiniteCheck=True)
+            self.base_curves[kind].setVisible(self._kind_visible[kind])
+        self._clear_lit()
+        self.nodes.setData(pos=self.pos, data=np.arange(graph.node_count), pen=self.style_.node_pen)
+        self._apply_nodes()
+        self.rings.setData([], [])
+        self.selection.setData([], [])
+        self._hover_label.hide()
+        self.fit()
+
+    def fit(self) -> None:
+        """Zoom to the whole graph."""
+        if self.graph.node_count == 0:
+            return
+        low, high = self.pos.min(axis=0), self.pos.max(axis=0)
+        pad = 0.06 * float(max(high - low)) + 0.08
+        self.getPlotItem().getViewBox().setRange(
+            xRange=(low[0] - pad, high[0] + pad), yRange=(low[1] - pad, high[1] + pad), padding=0
+        )
+
+    def _pairs(self, edge_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if edge_ids.size == 0 or self.pos.shape[0] == 0:
+            return np.zeros(0), np.zeros(0)
+        a, b = self.graph.src[edge_ids], self.graph.dst[edge_ids]
+        x = np.column_stack((self.pos[a, 0], self.pos[b, 0])).ravel()
+        y = np.column_stack((self.pos[a, 1], self.pos[b, 1])).ravel()
+        return x, y
+
+    def _clear_lit(self) -> None:
+        for curve in (*self.trail_curves.values(), *self.active_curves.values()):
+            curve.setData(np.zeros(0), np.zeros(0))
+
+    # -- a frame -------------------------------------------------------------------
+
+    def show_frame(
+        self,
+        levels: np.ndarray | None,
+        active_edges: np.ndarray | None = None,
+        trail_edges: np.ndarray | None = None,
+    ) -> None:
+        """Node activation in [0, 1] (None: size by degree, all lit), the edges
+        carrying activation now and the ones that carried it in earlier steps."""
+        self._levels = None if levels is None else np.clip(levels, 0.0, 1.0)
+        active = np.zeros(0, dtype=np.int64) if active_edges is None else active_edges
+        trail = np.zeros(0, dtype=np.int64) if trail_edges is None else trail_edges
+        key = (active.tobytes(), trail.tobytes())
+        if key != self._lit_key:  # the lit edges change once per step, not per frame
+            self._lit_key = key
+            for curves, ids in ((self.active_curves, active), (self.trail_curves, trail)):
+                kinds = self.graph.kind[ids] if ids.size else np.zeros(0, dtype=np.int64)
+                for k, kind in enumerate(LINK_KINDS):
+                    x, y = self._pairs(ids[kinds == k])
+                    curves[kind].setData(x, y, connect="pairs", skipFiniteCheck=True)
+                    curves[kind].setVisible(self._kind_visible[kind])
+        self._apply_nodes()
+
+    def _apply_nodes(self) -> None:
+        n = self.graph.node_count
+        if n == 0:
+            self.nodes.setData([], [])
+            for label in self._labels:
+                label.hide()
+            return
+        if self._levels is None:
+            level_idx = np.full(n, LEVELS - 1, dtype=np.int64)
+            sizes = self._base_size
+            rank_by = self._base_size
+        else:
+            a = self._levels
+            level_idx = np.rint(a * (LEVELS - 1)).astype(np.int64)
+            sizes = 0.75 * self._base_size + 16.0 * a
+            rank_by = a
+        sizes = np.rint(sizes)  # whole pixels: a handful of distinct symbols to cache
+        self._sizes = sizes
+        brushes = self.style_.brushes[self.graph.network, level_idx]
+        self.nodes.setBrush(brushes, update=False)
+        self.nodes.setSize(sizes, update=True)
+        if self._marked.any():
+            marked = np.flatnonzero(self._marked)
+            self.rings.setData(pos=self.pos[marked], size=sizes[marked] + 7)
+        if self._selected is not None:
+            i = self._selected
+            self.selection.setData(pos=self.pos[[i]], size=[sizes[i] + 14])
+        self._update_labels(rank_by)
+
+    def _update_labels(self, rank_by: np.ndarray, force: bool = False) -> None:
+        """Label the strongest nodes (most active, or best connected), skipping any
+        whose label would cover one already placed, so every label stays legible."""
+        if self._levels is not None:
+            candidates = np.flatnonzero(rank_by > 0)
+        else:
+            candidates = np.arange(self.graph.node_count)
+        pool = min(candidates.size, TOP_LABELS * 4)
+        if candidates.size > pool:
+            part = np.argpartition(-rank_by[candidates], pool - 1)[:pool]
+            candidates = candidates[part]
+        # Strongest first, ties by index, so the same frame always labels the same nodes.
+        ordered = sorted(candidates.tolist(), key=lambda i: (-rank_by[i], i))
+        key = tuple(int(i) for i in ordered)
+        if key == self._label_pool and not force:
+            return
+        self._label_pool = key
+        vb = self.getPlotItem().getViewBox()
+        placed: list[QRectF] = []
+        chosen: list[tuple[int, QPointF]] = []
+        for i in ordered:
+            if len(chosen) == TOP_LABELS:
+                break
+            text = _short(self.graph.label(i))
+            box = self._label_metrics.boundingRect(text)
+            w, h = box.width() + 8.0, box.height() + 4.0
+            at = vb.mapViewToScene(QPointF(*self.pos[i]))
+            lift = self._size_of(i) / 2 + 2.0  # the label's foot just clears the node
+            rect = QRectF(at.x() - w / 2, at.y() - lift - h, w, h)
+            if any(rect.intersects(other) for other in placed):
+                continue
+            placed.append(rect)
+            chosen.append((i, vb.mapSceneToView(QPointF(at.x(), at.y() - lift))))
+        top = tuple(i for i, _at in chosen)
+        if top == self._label_top and not force:
+            return
+        self._label_top = top
+        for slot, label in enumerate(self._labels):
+            if slot < len(chosen):
+                i, at = chosen[slot]
+                label.setText(_short(self.graph.label(i)))
+                label.setPos(at)
+                label.show()
+            else:
+                label.hide()
+
+    def _range_changed(self, *_: object) -> None:
+        # Zooming changes which labels collide: place them again.
+        if self.graph.node_count:
+            rank_by = self._levels if self._levels is not None else self._base_size
+            self._update_labels(rank_by, force=True)
+
+    # -- filters, marks and selection ----------------------------------------------------
+
+    def set_kind_visible(self, kind: str, visible: bool) -> None:
+        self._kind_visible[kind] = visible
+        for curves in (self.base_curves, self.trail_curves, self.active_curves):
+            curves[kind].setVisible(visible)
+
+    def kind_visible(self, kind: str) -> bool:
+        return self._kind_visible[kind]
+
+    def set_marked(self, unit_ids: Iterable[str]) -> None:
+        """Ring these nodes (the packed results)."""
+        self._marked = np.zeros(self.graph.node_count, dtype=bool)
+        for unit_id in unit_ids:
+            i = self.graph.index.get(unit_id)
+            if i is not None:
+                self._marked[i] = True
+        if not self._marked.any():
+            self.rings.setData([], [])
+        self._apply_nodes()
+
+    def marked_ids(self) -> list[str]:
+        return [self.graph.ids[i] for i in np.flatnonzero(self._marked)]
+
+    def set_selected(self, unit_id: str | None) -> None:
+        i = self.graph.index.get(unit_id) if unit_id else None
+        self._selected = i
+        if i is None:
+            self.selection.setData([], [])
+        else:
+            self.selection.setData(pos=self.pos[[i]], size=[self._size_of(i) + 14])
+
+    @property
+    def selected_id(self) -> str | None:
+        return None if self._selected is None else self.graph.ids[self._selected]
+
+    def _size_of(self, i: int) -> float:
+        return float(self._sizes[i]) if i < self._sizes.size else 10.0
+
+    def sizes(self) -> np.ndarray:
+        return self._sizes.copy()
+
+    def labelled(self) -> list[str]:
+        return [self.graph.ids[i] for i in self._label_top]
+
+    # -- pointer ----------------------------------------------------------------------
+
+    def _on_clicked(self, _item, points, _ev) -> None:
+        if len(points):
+            self.node_clicked.emit(self.graph.ids[int(points[0].index())])
+
+    def _on_hovered(self, _item, points, _ev) -> None:
+        i = int(points[0].index()) if len(points) else None
+        if i == self._hovered:
+            return
+        self._hovered = i
+        if i is None:
+            self._hover_label.hide()
+            self.node_hovered.emit("")
+            return
+        text = _short(self.graph.label(i), 90)
+        if self._levels is not None and self._levels[i] > 0:
+            text += f"\nactivation {self._levels[i]:.3f}"
+        self._hover_label.setText(text)
+        self._hover_label.setPos(QPointF(*self.pos[i]))
+        self._hover_label.show()
+        self.node_hovered.emit(self.graph.ids[i])
+
+    def hover_node(self, unit_id: str | None) -> None:
+        """Show the hover label as if the pointer were on `unit_id` (tests, keyboard)."""
+        i = self.graph.index.get(unit_id) if unit_id else None
+        points = [self.nodes.points()[i]] if i is not None else []
+        self._on_hovered(self.nodes, points, None)
+
+    def hover_text(self) -> str:
+        return self._hover_label.textItem.toPlainText() if self._hover_label.isVisible() else ""
+
+    def node_scene_pos(self, unit_id: str) -> QPointF:
+        i = self.graph.index[unit_id]
+        vb = self.getPlotItem().getViewBox()
+        return vb.mapViewToScene(QPointF(*self.pos[i]))

@@ -1,0 +1,395 @@
+"""The graph with its controls: playback, link-kind filters, δ and μ sliders.
+
+`GraphWidget.show_graph(graph, activation=..., seeds=...)` lays the graph out
+(in the studio's runner when there is one: a thousand nodes take a second),
+then shows the activation from the recall trace. Moving δ or a μ, or hiding a
+link kind, re-runs the engine's activation rule over the graph shown and
+animates the new result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QPixmap
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QSlider,
+    QStyle,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.graph.activation import DEFAULT_PARAMS, Timeline, rerun, timeline
+from app.graph.animation import ActivationPlayer
+from app.graph.layout import force_layout
+from app.graph.model import LINK_KINDS, NETWORKS, GraphData
+from app.graph.style import KIND_COLORS, network_color
+from app.graph.view import GraphView
+
+SPEEDS = (("¼×", 0.25), ("½×", 0.5), ("1×", 1.0), ("2×", 2.0), ("4×", 4.0))
+SLIDER_STEPS = 100  # δ in [0, 1] and μ in [0, 2] move in hundredths / fiftieths
+MU_MAX = 2.0
+
+
+def _swatch(color: QColor, size: int = 10) -> QLabel:
+    pixmap = QPixmap(size, size)
+    pixmap.fill(color)
+    label = QLabel()
+    label.setPixmap(pixmap)
+    return label
+
+
+class _ValueSlider(QWidget):
+    """A labelled horizontal slider over [0, maximum] showing its value."""
+
+    moved = Signal(float)
+
+    def __init__(self, label: str, maximum: float, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.maximum = maximum
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, SLIDER_STEPS)
+        self.slider.setMinimumWidth(70)
+        self.name = QLabel(label)
+        self.value_label = QLabel("0.00")
+        self.value_label.setMinimumWidth(self.value_label.fontMetrics().horizontalAdvance("0.000"))
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.name)
+        row.addWidget(self.slider, 1)
+        row.addWidget(self.value_label)
+        self.slider.valueChanged.connect(self._changed)
+
+    def value(self) -> float:
+        return self.slider.value() / SLIDER_STEPS * self.maximum
+
+    def set_value(self, value: float, emit: bool = False) -> None:
+        blocked = self.slider.blockSignals(not emit)
+        self.slider.setValue(
+            round(min(max(value, 0.0), self.maximum) / self.maximum * SLIDER_STEPS)
+        )
+        self.slider.blockSignals(blocked)
+        self.value_label.setText(f"{self.value():.2f}")
+
+    def _changed(self, _raw: int) -> None:
+        self.value_label.setText(f"{self.value():.2f}")
+        self.moved.emit(self.value())
+
+
+class GraphWidget(QWidget):
+    node_clicked = Signal(str)  # a unit id: the shell opens its detail
+    layout_ready = Signal()
+    activation_changed = Signal(object)  # the activation record now animated
+    frame_shown = Signal(int)
+
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        runner: Any = None,
+        layout_fn: Callable[[GraphData], np.ndarray] = force_layout,
+    ) -> None:
+        super().__init__(parent)
+        self.runner = runner
+        self.layout_fn = layout_fn
+        self.view = GraphView(self)
+        self.player = ActivationPlayer(self)
+        self.graph = GraphData.empty()
+        self.positions = np.zeros((0, 2))
+        self.seeds: dict[str, float] = {}
+        self.activation: dict[str, Any] | None = None
+        self.params: dict[str, Any] = {**DEFAULT_PARAMS, "mu": dict(DEFAULT_PARAMS["mu"])}
+        self.timeline = Timeline.empty(0)
+        self._trail: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+        self._generation = 0
+        self._pending_marks: list[str] = []
+        self._rerun_timer = QTimer(self)
+        self._rerun_timer.setSingleShot(True)
+        self._rerun_timer.setInterval(40)  # coalesce a slider drag into a few re-runs
+        self._rerun_timer.timeout.connect(self.rerun)
+
+        self.view.node_clicked.connect(self.node_clicked)
+        self.player.frame_changed.connect(self._show_frame)
+        self.player.playing_changed.connect(self._on_playing)
+
+        root = QVBoxLayout(self)
+        root.setContentsMargins(0, 0, 0, 0)
+        root.setSpacing(4)
+        root.addWidget(self._build_playback())
+        root.addWidget(self.view, 1)
+        root.addWidget(self._build_parameters())
+        self._sync_controls()
+
+    # -- building the controls ------------------------------------------------------------
+
+    def _build_playback(self) -> QWidget:
+        bar = QWidget()
+        row = QHBoxLayout(bar)
+        row.setContentsMargins(4, 0, 4, 0)
+        icons = self.style()
+        self.back_button = self._tool(
+            icons.standardIcon(QStyle.StandardPixmap.SP_MediaSkipBackward),
+            "Back",
+            "Previous activation step",
+        )
+        self.play_button = self._tool(
+            icons.standardIcon(QStyle.StandardPixmap.SP_MediaPlay),
+            "Play",
+            "Play / pause the spreading activation",
+        )
+        self.step_button = self._tool(
+            icons.standardIcon(QStyle.StandardPixmap.SP_MediaSkipForward),
+            "Step",
+            "Next activation step",
+        )
+        self.back_button.clicked.connect(self.player.step_back)
+        self.play_button.clicked.connect(self.player.toggle)
+        self.step_button.clicked.connect(self.player.step)
+        self.scrub = QSlider(Qt.Orientation.Horizontal, toolTip="Scrub through the animation")
+        self.scrub.valueChanged.connect(self._on_scrub)
+        self.speed = QComboBox(toolTip="Playback speed")
+        for label, value in SPEEDS:
+            self.speed.addItem(label, value)
+        self.speed.setCurrentIndex(2)
+        self.speed.currentIndexChanged.connect(
+            lambda _i: self.player.set_speed(float(self.speed.currentData()))
+        )
+        self.step_label = QLabel()
+        self.step_label.setMinimumWidth(
+            self.step_label.fontMetrics().horizontalAdvance("step 10 / 10")
+        )
+        for widget in (self.back_button, self.play_button, self.step_button):
+            row.addWidget(widget)
+        row.addWidget(self.scrub, 1)
+        row.addWidget(self.step_label)
+        row.addWidget(QLabel("Speed"))
+        row.addWidget(self.speed)
+        return bar
+
+    @staticmethod
+    def _tool(icon, text: str, tip: str) -> QToolButton:
+        button = QToolButton()
+        button.setIcon(icon)
+        button.setText(text)  # read by screen readers and tests; the icon is what shows
+        button.setToolTip(tip)
+        button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+        return button
+
+    def _build_parameters(self) -> QWidget:
+        panel = QFrame()
+        grid = QGridLayout(panel)
+        grid.setContentsMargins(4, 0, 4, 4)
+        grid.setHorizontalSpacing(12)
+        grid.setVerticalSpacing(2)
+
+        legend = QHBoxLayout()
+        legend.setSpacing(4)
+        legend.addWidget(QLabel("Networks:"))
+        for i, name in enumerate(NETWORKS):
+            legend.addSpacing(6)
+            legend.addWidget(_swatch(network_color(i)))
+            legend.addWidget(QLabel(name))
+        legend.addSpacing(6)
+        ring = QLabel("◯ packed")
+        ring.setStyleSheet("color: #f97316; font-weight: 600;")
+        legend.addWidget(ring)
+        legend.addStretch(1)
+        self.info = QLabel()
+        self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        grid.addLayout(legend, 0, 0, 1, 3)
+        grid.addWidget(self.info, 3, 0, 1, 3)
+
+        self.kind_boxes: dict[str, QCheckBox] = {}
+        self.mu_sliders: dict[str, _ValueSlider] = {}
+        self.decay_slider = _ValueSlider("δ", 1.0)
+        self.decay_slider.setToolTip("Decay δ applied at every activation step")
+        self.decay_slider.moved.connect(self._parameter_moved)
+        grid.addWidget(self.decay_slider, 1, 0)
+        # Two rows of two link kinds beside δ: the pane stays usable at half a screen.
+        cells = ((1, 1), (1, 2), (2, 1), (2, 2))
+        for (row, col), kind in zip(cells, LINK_KINDS, strict=True):
+            box = QCheckBox(kind, checked=True)
+            box.setToolTip(f"Show {kind} links and let them carry activation")
+            box.setStyleSheet(f"QCheckBox {{ color: {KIND_COLORS[kind]}; font-weight: 600; }}")
+            box.toggled.connect(lambda on, k=kind: self._kind_toggled(k, on))
+            self.kind_boxes[kind] = box
+            slider = _ValueSlider("μ", MU_MAX)
+            slider.setToolTip(f"μ({kind}): how much a {kind} link passes on")
+            slider.moved.connect(self._parameter_moved)
+            self.mu_sliders[kind] = slider
+            cell = QHBoxLayout()
+            cell.addWidget(box)
+            cell.addWidget(slider, 1)
+            grid.addLayout(cell, row, col)
+        return panel
+
+    # -- content -------------------------------------------------------------------------
+
+    def show_graph(
+        self,
+        graph: GraphData,
+        *,
+        activation: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        marked: Iterable[str] = (),
+        positions: np.ndarray | None = None,
+    ) -> None:
+        """Lay out and show `graph`; animate `activation` (the trace's record) if given."""
+        self._generation += 1
+        generation = self._generation
+        self.player.pause()
+        self.graph = graph
+        self.activation = dict(activation) if activation else None
+        self.seeds = {
+            s["node"]: float(s["activation"]) for s in (activation or {}).get("seeds", [])
+        }
+        if params:
+            self.params = {**self.params, **params, "mu": dict(params.get("mu", self.params["mu"]))}
+        self._pending_marks = list(marked)
+        self._sync_controls()
+        if positions is not None:
+            self._laid_out(generation, np.asarray(positions))
+            return
+        layout_fn = self.layout_fn
+        if self.runner is not None and graph.node_count > 1:
+            self.info.setText(f"laying out {graph.node_count} nodes…")
+            self.runner.run_query(
+                lambda: layout_fn(graph), lambda pos: self._laid_out(generation, pos)
+            )
+        else:
+            self._laid_out(generation, layout_fn(graph))
+
+    def _laid_out(self, generation: int, positions: np.ndarray) -> None:
+        if generation != self._generation:
+            return  # a newer graph replaced this one while it was being laid out
+        self.positions = positions
+        self.view.set_graph(self.graph, positions)
+        self.view.set_marked(self._pending_marks)
+        self._set_timeline(timeline(self.graph, self.activation))
+        self.player.seek(self.player.last_frame)
+        self.layout_ready.emit()
+
+    def _set_timeline(self, tl: Timeline) -> None:
+        self.timeline = tl
+        trail: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+        for step in range(1, tl.steps + 1):
+            trail.append(np.union1d(trail[-1], tl.carried[step - 1]) if step > 1 else trail[0])
+        self._trail = trail
+        frames = tl.frame_count(self.player.frames_per_step)
+        blocked = self.scrub.blockSignals(True)
+        self.scrub.setRange(0, frames - 1)
+        self.scrub.blockSignals(blocked)
+        self.player.set_frame_count(frames)
+        self._update_info()
+
+    def _update_info(self) -> None:
+        g = self.graph
+        parts = [f"{g.node_count} nodes · {g.edge_count} links"]
+        if self.activation:
+            lit = int((self.timeline.levels[-1] > 0).sum())
+            parts.append(f"{lit} lit in {self.timeline.steps} steps")
+            if self.activation.get("stopped"):
+                parts.append(f"stopped: {self.activation['stopped']}")
+        self.info.setText(" · ".join(parts))
+
+    def _show_frame(self, frame: int) -> None:
+        tl = self.timeline
+        if self.activation is None or tl.levels.shape[1] != self.graph.node_count:
+            self.view.show_frame(None)
+        else:
+            levels, step, frac = tl.at(frame, self.player.frames_per_step)
+            active = (
+                tl.carried[step] if 0 < step <= tl.steps and frac < 1.0 else np.zeros(0, np.int64)
+            )
+            trail = self._trail[min(step, tl.steps)] if frac < 1.0 else self._trail_all()
+            self.view.show_frame(levels, active, trail)
+        blocked = self.scrub.blockSignals(True)
+        self.scrub.setValue(frame)
+        self.scrub.blockSignals(blocked)
+        whole = -(-frame // self.player.frames_per_step)  # the step being entered (ceil)
+        self.step_label.setText(f"step {min(whole, tl.steps)} / {tl.steps}")
+        self.frame_shown.emit(frame)
+
+    def _trail_all(self) -> np.ndarray:
+        tl = self.timeline
+        if tl.steps == 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.union1d(self._trail[-1], tl.carried[-1])
+
+    def _on_scrub(self, value: int) -> None:
+        self.player.pause()
+        self.player.seek(value)
+
+    def _on_playing(self, playing: bool) -> None:
+        pixmap = (
+            QStyle.StandardPixmap.SP_MediaPause if playing else QStyle.StandardPixmap.SP_MediaPlay
+        )
+        self.play_button.setIcon(self.style().standardIcon(pixmap))
+        self.play_button.setText("Pause" if playing else "Play")
+
+    # -- selection and marks ---------------------------------------------------------------
+
+    def select(self, unit_id: str | None) -> None:
+        self.view.set_selected(unit_id)
+
+    def set_marked(self, unit_ids: Iterable[str]) -> None:
+        self._pending_marks = list(unit_ids)
+        self.view.set_marked(self._pending_marks)
+
+    # -- parameters ------------------------------------------------------------------------
+
+    def _sync_controls(self) -> None:
+        self.decay_slider.set_value(float(self.params["decay"]))
+        for kind, slider in self.mu_sliders.items():
+            slider.set_value(float(self.params["mu"].get(kind, 0.0)))
+
+    def current_params(self) -> dict[str, Any]:
+        return {
+            **self.params,
+            "decay": self.decay_slider.value(),
+            "mu": {kind: slider.value() for kind, slider in self.mu_sliders.items()},
+        }
+
+    def visible_kinds(self) -> list[str]:
+        return [kind for kind, box in self.kind_boxes.items() if box.isChecked()]
+
+    def _kind_toggled(self, kind: str, on: bool) -> None:
+        self.view.set_kind_visible(kind, on)
+        self._parameter_moved()
+
+    def _parameter_moved(self, *_args: Any) -> None:
+        if self.seeds:
+            self._rerun_timer.start()
+
+    def rerun(self) -> None:
+        """Re-run the activation over the graph shown with the sliders' δ and μ."""
+        self._rerun_timer.stop()
+        if not self.seeds or self.graph.node_count == 0:
+            return
+        params = self.current_params()
+        self.activation = rerun(
+            self.graph,
+            self.seeds,
+            decay=params["decay"],
+            mu=params["mu"],
+            threshold=params["threshold"],
+            max_steps=params["max_steps"],
+            node_budget=params["node_budget"],
+            kinds=self.visible_kinds(),
+        )
+        playing = self.player.playing
+        self._set_timeline(timeline(self.graph, self.activation))
+        if playing:
+            self.player.play()
+        else:
+            self.player.seek(self.player.last_frame)
+        self.activation_changed.emit(self.activation)

@@ -1,0 +1,117 @@
+"""What every pane is: a widget bound to the studio state.
+
+The window builds panes from `app.panes.PANES` and talks to them only through
+this interface, so new panes (graph, recall debugger, reflect, timelines) are
+added by appending a factory there.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QSizePolicy,
+    QSplitter,
+    QTableWidget,
+    QWidget,
+)
+
+from app.state import StudioState
+from core import Bank, Change
+
+
+class Pane(QWidget):
+    title = "Pane"
+    # Object name for screenshots and QSettings keys: short, stable, lower case.
+    slug = "pane"
+
+    def __init__(
+        self, state: StudioState, parent: QWidget | None = None, *, slug: str | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.state = state
+        if slug is not None:
+            self.slug = slug
+        self.setObjectName(f"pane-{self.slug}")
+        state.bank_changed.connect(self.set_bank)
+        state.changed.connect(self.apply_change)
+
+    @property
+    def bank(self) -> Bank | None:
+        return self.state.bank
+
+    def set_bank(self, bank: Bank | None) -> None:
+        """The bank shown changed (None: no bank open)."""
+
+    def apply_change(self, change: Change) -> None:
+        """The engine changed something; refresh only what this pane shows."""
+
+    def refresh(self) -> None:
+        """F5: re-read everything this pane shows."""
+
+    def focus_search(self) -> bool:
+        """Ctrl+F: put the cursor in this pane's search field; False if it has none."""
+        return False
+
+    def save_state(self, settings: QSettings) -> None:
+        """Keep the layout (splitters, columns) between runs; keys under the pane's slug."""
+        splitter = getattr(self, "splitter", None)
+        if isinstance(splitter, QSplitter):
+            settings.setValue(f"panes/{self.slug}/splitter", splitter.saveState())
+
+    def restore_state(self, settings: QSettings) -> None:
+        splitter = getattr(self, "splitter", None)
+        value = settings.value(f"panes/{self.slug}/splitter")
+        if isinstance(splitter, QSplitter) and value is not None:
+            splitter.restoreState(value)
+
+    # `engram screenshot` calls `prepare_screenshot(idle)` when a pane defines it:
+    # stage the pane for its picture; call idle() to let the runner finish.
+
+    def delete_selection(self) -> bool:
+        """Delete: remove what is selected in this pane; False if it has nothing to delete."""
+        return False
+
+
+def empty_label(text: str = "", parent: QWidget | None = None) -> QLabel:
+    """The explanation a pane shows instead of an empty view."""
+    label = QLabel(text, parent)
+    label.setProperty("role", "empty")
+    label.setWordWrap(True)
+    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    label.setTextFormat(Qt.TextFormat.RichText)
+    return label
+
+
+def muted_label(text: str = "", parent: QWidget | None = None) -> QLabel:
+    label = QLabel(text, parent)
+    label.setProperty("role", "muted")
+    label.setWordWrap(True)
+    # A long path or id cannot wrap; it must not widen the whole window.
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    label.setMinimumWidth(80)
+    return label
+
+
+def read_only_table(headers: list[str], *, stretch: int) -> QTableWidget:
+    """A list a person reads and picks rows from, never edits in place: one
+    column (`stretch`) takes the spare width, the others fit their contents."""
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(headers)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.verticalHeader().setVisible(False)
+    header = table.horizontalHeader()
+    for col in range(len(headers)):
+        mode = (
+            QHeaderView.ResizeMode.Stretch
+            if col == stretch
+            else QHeaderView.ResizeMode.ResizeToContents
+        )
+        header.setSectionResizeMode(col, mode)
+    return table
+
+
+NO_BANK = "No bank is open.<br>Create one with <b>Ctrl+N</b> or pick one in the Banks list."

@@ -1,0 +1,235 @@
+"""Dialogs for entity curation: rename, merge, split, retract (with its impact) and purge.
+
+Each dialog only collects a decision; the Entities pane runs the engine call
+in the runner. Purge, which cannot be undone, needs the entity's name typed.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QCompleter,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core import Entity, Unit
+
+ENTITY_TYPES = ("person", "org", "place", "product", "concept", "other")
+
+
+def _buttons(
+    dialog: QDialog, ok_text: str, danger: bool = False
+) -> tuple[QDialogButtonBox, QPushButton]:
+    box = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+    ok = box.addButton(ok_text, QDialogButtonBox.ButtonRole.AcceptRole)
+    ok.setProperty("danger" if danger else "primary", True)
+    ok.setDefault(not danger)
+    box.accepted.connect(dialog.accept)
+    box.rejected.connect(dialog.reject)
+    return box, ok
+
+
+class RenameEntityDialog(QDialog):
+    def __init__(self, entity: Entity, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Rename entity")
+        self.entity = entity
+        self.name = QLineEdit(entity.name)
+        self.name.selectAll()
+        self.keep_alias = QCheckBox(f"Keep “{entity.name}” as an alias")
+        self.keep_alias.setChecked(True)
+        box, self.ok = _buttons(self, "Rename")
+        form = QFormLayout()
+        form.addRow("New name", self.name)
+        form.addRow("", self.keep_alias)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(box)
+        self.name.textChanged.connect(
+            lambda t: self.ok.setEnabled(bool(t.strip()) and t.strip() != entity.name)
+        )
+        self.ok.setEnabled(False)
+        self.resize(420, self.sizeHint().height())
+
+    def values(self) -> tuple[str, bool]:
+        return self.name.text().strip(), self.keep_alias.isChecked()
+
+
+class MergeEntityDialog(QDialog):
+    """Merge one entity into another: the source's names become the target's aliases."""
+
+    def __init__(
+        self, source: Entity, candidates: list[Entity], target: Entity | None = None,
+        parent: QWidget | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(parent)
+        self.setWindowTitle("Merge entities")
+        self.source = source
+        self.target = QComboBox()
+        self.target.setEditable(True)
+        self.target.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        others = sorted((e for e in candidates if e.id != source.id), key=lambda e: e.name.lower())
+        for e in others:
+            self.target.addItem(f"{e.name} ({e.type}, {e.mention_count} mentions)", e.id)
+        completer = self.target.completer()
+        if completer is not None:
+            completer.setFilterMode(Qt.MatchFlag.MatchContains)
+            completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
+        if target is not None:
+            self.target.setCurrentIndex(max(0, self.target.findData(target.id)))
+        text = QLabel(
+            f"Merge <b>{html.escape(source.name)}</b> into the entity chosen below. Its "
+            "mentions, links, opinions and observations follow; its name and aliases "
+            "become aliases of the target. Undo takes it back."
+        )
+        text.setWordWrap(True)
+        box, self.ok = _buttons(self, "Merge")
+        self.ok.setEnabled(bool(others))
+        layout = QVBoxLayout(self)
+        layout.addWidget(text)
+        layout.addWidget(self.target)
+        layout.addWidget(box)
+        self.resize(460, self.sizeHint().height())
+
+    def target_id(self) -> str | None:
+        return self.target.currentData()
+
+
+class SplitEntityDialog(QDialog):
+    """Move chosen mentions of an entity to a new one (two people with one name)."""
+
+    def __init__(self, entity: Entity, units: list[Unit], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Split entity")
+        self.entity = entity
+        text = QLabel(
+            f"Tick the facts that are about someone or something else than "
+            f"<b>{html.escape(entity.name)}</b>; their mentions move to a new entity."
+        )
+        text.setWordWrap(True)
+        self.facts = QListWidget()
+        for unit in units:
+            item = QListWidgetItem(unit.text)
+            item.setData(Qt.ItemDataRole.UserRole, unit.id)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Unchecked)
+            item.setToolTip(unit.text)
+            self.facts.addItem(item)
+        self.name = QLineEdit()
+        self.name.setPlaceholderText("name of the new entity")
+        self.type = QComboBox()
+        for t in ENTITY_TYPES:
+            self.type.addItem(t)
+        self.type.setCurrentText(entity.type if entity.type in ENTITY_TYPES else "other")
+        form = QFormLayout()
+        form.addRow("New entity", self.name)
+        form.addRow("Type", self.type)
+        box, self.ok = _buttons(self, "Split")
+        layout = QVBoxLayout(self)
+        layout.addWidget(text)
+        layout.addWidget(self.facts, 1)
+        layout.addLayout(form)
+        layout.addWidget(box)
+        self.name.textChanged.connect(self._check)
+        self.facts.itemChanged.connect(self._check)
+        self._check()
+        self.resize(560, 480)
+
+    def chosen(self) -> list[str]:
+        return [
+            self.facts.item(i).data(Qt.ItemDataRole.UserRole)
+            for i in range(self.facts.count())
+            if self.facts.item(i).checkState() == Qt.CheckState.Checked
+        ]
+
+    def check(self, unit_ids: list[str]) -> None:
+        for i in range(self.facts.count()):
+            item = self.facts.item(i)
+            if item.data(Qt.ItemDataRole.UserRole) in unit_ids:
+                item.setCheckState(Qt.CheckState.Checked)
+
+    def _check(self, *_: Any) -> None:
+        self.ok.setEnabled(bool(self.name.text().strip()) and bool(self.chosen()))
+
+    def values(self) -> tuple[list[str], str, str]:
+        return self.chosen(), self.name.text().strip(), self.type.currentText()
+
+
+def impact_text(preview: Any) -> str:
+    """The retract/purge preview in words."""
+    parts = [
+        f"{preview.units:,} fact(s)",
+        f"{preview.opinions:,} opinion(s)",
+        f"{preview.observations:,} observation(s)",
+        f"{preview.links:,} link(s)",
+        f"{preview.source_turns:,} source turn(s)",
+    ]
+    if getattr(preview, "opinion_events", 0):
+        parts.append(f"{preview.opinion_events:,} opinion event(s)")
+    return ", ".join(parts)
+
+
+class RetractEntityDialog(QDialog):
+    def __init__(self, preview: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Retract entity")
+        text = QLabel(
+            f"Retracting <b>{html.escape(preview.name)}</b> hides it and everything derived "
+            f"from it from recall, reflect and the default views:<br><br>"
+            f"{html.escape(impact_text(preview))}.<br><br>"
+            "Nothing is deleted: Restore (or Undo) brings it all back as it was."
+        )
+        text.setWordWrap(True)
+        text.setTextFormat(Qt.TextFormat.RichText)
+        box, self.ok = _buttons(self, "Retract")
+        layout = QVBoxLayout(self)
+        layout.addWidget(text)
+        layout.addWidget(box)
+        self.resize(480, self.sizeHint().height())
+
+
+class PurgeEntityDialog(QDialog):
+    """Purge is for good: the preview, and the entity's name typed to confirm."""
+
+    def __init__(self, preview: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Purge entity")
+        self.entity_name = preview.name
+        redact = getattr(preview, "turns_to_redact", 0) + getattr(preview, "units_to_redact", 0)
+        text = QLabel(
+            f"Purging <b>{html.escape(preview.name)}</b> removes it and everything derived "
+            f"from it from every store, old copies included:<br><br>"
+            f"{html.escape(impact_text(preview))}"
+            + (
+                f"; its name is redacted from {redact:,} stored turn(s) and unit(s)"
+                if redact
+                else ""
+            )
+            + ".<br><br><b>This cannot be undone.</b> Type the entity's name to confirm:"
+        )
+        text.setWordWrap(True)
+        text.setTextFormat(Qt.TextFormat.RichText)
+        self.confirm = QLineEdit()
+        self.confirm.setPlaceholderText(preview.name)
+        box, self.ok = _buttons(self, "Purge for good", danger=True)
+        self.ok.setEnabled(False)
+        self.confirm.textChanged.connect(lambda t: self.ok.setEnabled(t == self.entity_name))
+        layout = QVBoxLayout(self)
+        layout.addWidget(text)
+        layout.addWidget(self.confirm)
+        layout.addWidget(box)
+        self.resize(500, self.sizeHint().height())

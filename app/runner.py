@@ -1,0 +1,318 @@
+"""The one place engine work leaves the UI thread.
+
+Two helpers, as in Anki: `run_query(fn, on_done)` for reads, `run_op(fn, on_done)`
+for mutations. A mutation returns a `Change` (or an object carrying one in
+`.change`); the runner broadcasts it on `changed` so each pane refreshes only
+what it shows. `run_job` is a mutation or read that takes a while: it gets a
+progress callback and a `CancelToken`, and is shown in the status bar with a
+cancel button.
+
+Tasks run on a private QThreadPool. Results travel back through a small
+signals QObject created on the UI thread, so callbacks always run on the UI
+thread. A callback bound to a Qt object that has since been deleted is
+skipped rather than called ("wrapped C/C++ object has been deleted").
+
+A task may name a `key` (a bank): an `exclusive` task waits until no other task
+with that key runs, and later tasks with that key wait for it. Closing or
+deleting a bank uses this, so no read is mid-flight on a store being closed.
+
+`shutdown()` cancels every job and joins the pool: the window calls it on close.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import traceback
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import shiboken6
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal, Slot
+
+from core import CancelledError, CancelToken, Change, EngramError
+
+log = logging.getLogger(__name__)
+
+OnDone = Callable[[Any], None]
+OnError = Callable[[BaseException], None]
+
+
+class _Signals(QObject):
+    """Lives on the UI thread; workers emit on it, Qt queues the calls across."""
+
+    done = Signal(int, object)
+    failed = Signal(int, object, str)
+    progressed = Signal(int, int, int, str)
+
+
+class _Runnable(QRunnable):
+    def __init__(self, task_id: int, fn: Callable[[], Any], signals: _Signals) -> None:
+        super().__init__()
+        self._id = task_id
+        self._fn = fn
+        self._signals = signals
+
+    def run(self) -> None:
+        try:
+            result = self._fn()
+        except BaseException as error:  # every failure goes to the UI
+            self._emit(self._signals.failed, self._id, error, traceback.format_exc())
+        else:
+            self._emit(self._signals.done, self._id, result)
+
+    @staticmethod
+    def _emit(signal, *args: Any) -> None:
+        # RuntimeError: the runner is gone (only without shutdown()); nobody listens.
+        with contextlib.suppress(RuntimeError):
+            signal.emit(*args)
+
+
+class Job(QObject):
+    """A long task the user can see and cancel."""
+
+    progressed = Signal(int, int, str)
+    finished = Signal(bool)  # True when it completed, False on error or cancel
+
+    def __init__(self, label: str, token: CancelToken, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.label = label
+        self.token = token
+        self.done = 0
+        self.total = 0
+        self.message = ""
+
+    def cancel(self) -> None:
+        self.token.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.token.cancelled
+
+
+@dataclass(eq=False)
+class _Task:
+    id: int
+    fn: Callable[[], Any]
+    on_done: OnDone | None
+    on_error: OnError | None
+    mutating: bool
+    key: Any = None
+    exclusive: bool = False
+    job: Job | None = None
+    label: str = ""
+
+
+def change_of(result: Any) -> Change | None:
+    """The change record a mutation returned, directly or as `.change`."""
+    if isinstance(result, Change):
+        return result
+    change = getattr(result, "change", None)
+    return change if isinstance(change, Change) else None
+
+
+def _alive(callback: Callable | None) -> bool:
+    """False when the callback is bound to a Qt object whose C++ side is gone."""
+    owner = getattr(callback, "__self__", None)
+    return not (isinstance(owner, QObject) and not shiboken6.isValid(owner))
+
+
+class Runner(QObject):
+    changed = Signal(object)  # Change, after every mutation that changed something
+    failed = Signal(str, str)  # a message for a person, and the details (traceback)
+    job_started = Signal(object)  # Job
+    job_finished = Signal(object)  # Job
+    idle = Signal()  # no task running or queued
+
+    def __init__(self, parent: QObject | None = None, max_threads: int = 4) -> None:
+        super().__init__(parent)
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(
+            max(2, min(max_threads, QThreadPool.globalInstance().maxThreadCount() + 1))
+        )
+        self._ids = itertools.count(1)
+        self._running: dict[int, _Task] = {}
+        self._queue: deque[_Task] = deque()
+        self._closing = False
+        self.submitted = 0  # for tests and benchmarks: tasks ever submitted
+        self._signals = _Signals(self)
+        queued = Qt.ConnectionType.QueuedConnection
+        self._signals.done.connect(self._on_done, queued)
+        self._signals.failed.connect(self._on_failed, queued)
+        self._signals.progressed.connect(self._on_progress, queued)
+
+    # -- the three helpers ---------------------------------------------------
+
+    def run_query(
+        self,
+        fn: Callable[[], Any],
+        on_done: OnDone | None = None,
+        on_error: OnError | None = None,
+        *,
+        key: Any = None,
+        exclusive: bool = False,
+    ) -> int:
+        """Run a read off the UI thread; `on_done(result)` runs on the UI thread."""
+        return self._submit(_Task(next(self._ids), fn, on_done, on_error, False, key, exclusive))
+
+    def run_op(
+        self,
+        fn: Callable[[], Any],
+        on_done: OnDone | None = None,
+        on_error: OnError | None = None,
+        *,
+        key: Any = None,
+        exclusive: bool = False,
+        label: str = "",
+    ) -> int:
+        """Run a mutation; its Change is broadcast on `changed` before `on_done`."""
+        task = _Task(next(self._ids), fn, on_done, on_error, True, key, exclusive, label=label)
+        return self._submit(task)
+
+    def run_job(
+        self,
+        label: str,
+        fn: Callable[[Callable[[int, int, str], None], CancelToken], Any],
+        on_done: OnDone | None = None,
+        on_error: OnError | None = None,
+        *,
+        mutating: bool = True,
+        key: Any = None,
+    ) -> Job:
+        """Run `fn(progress, cancel)` as a visible, cancellable job."""
+        token = CancelToken()
+        job = Job(label, token, self)
+        task_id = next(self._ids)
+        signals = self._signals
+
+        def progress(done: int, total: int, message: str = "") -> None:
+            signals.progressed.emit(task_id, int(done), int(total), str(message))
+
+        def body() -> Any:
+            return fn(progress, token)
+
+        task = _Task(task_id, body, on_done, on_error, mutating, key, job=job, label=label)
+        self._submit(task)
+        return job
+
+    # -- state ---------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._running or self._queue)
+
+    def jobs(self) -> list[Job]:
+        return [t.job for t in [*self._running.values(), *self._queue] if t.job is not None]
+
+    def cancel_jobs(self) -> None:
+        for job in self.jobs():
+            job.cancel()
+
+    def shutdown(self, timeout_ms: int = -1) -> bool:
+        """Cancel every job, drop queued work, and wait for running work to end."""
+        self._closing = True
+        for task in self._queue:
+            if task.job is not None:
+                task.job.cancel()
+        self._queue.clear()
+        self.cancel_jobs()
+        finished = self._pool.waitForDone(timeout_ms)
+        self._running.clear()
+        return finished
+
+    # -- scheduling ----------------------------------------------------------
+
+    def _submit(self, task: _Task) -> int:
+        if self._closing:
+            return task.id
+        self.submitted += 1
+        self._queue.append(task)
+        self._drain()
+        return task.id
+
+    def _blocked(self, task: _Task, ahead: list[_Task]) -> bool:
+        if task.key is None:
+            return False
+        same = [t for t in [*self._running.values(), *ahead] if t.key is task.key]
+        if task.exclusive:
+            return bool(same)
+        return any(t.exclusive for t in same)
+
+    def _drain(self) -> None:
+        waiting: list[_Task] = []
+        while self._queue:
+            task = self._queue.popleft()
+            if self._blocked(task, waiting):
+                waiting.append(task)
+            else:
+                self._start(task)
+        self._queue.extend(waiting)
+
+    def _start(self, task: _Task) -> None:
+        self._running[task.id] = task
+        if task.job is not None:
+            self.job_started.emit(task.job)
+        self._pool.start(_Runnable(task.id, task.fn, self._signals))
+
+    @Slot(int, int, int, str)
+    def _on_progress(self, task_id: int, done: int, total: int, message: str) -> None:
+        task = self._running.get(task_id)
+        if task is None or task.job is None or self._closing:
+            return
+        job = task.job
+        job.done, job.total, job.message = done, total, message
+        job.progressed.emit(done, total, message)
+
+    @Slot(int, object)
+    def _on_done(self, task_id: int, result: Any) -> None:
+        self._finish(task_id, result, None, "")
+
+    @Slot(int, object, str)
+    def _on_failed(self, task_id: int, error: BaseException, tb: str) -> None:
+        self._finish(task_id, None, error, tb)
+
+    def _finish(self, task_id: int, result: Any, error: BaseException | None, tb: str) -> None:
+        task = self._running.pop(task_id, None)
+        if task is None or self._closing:
+            return
+        try:
+            if error is None:
+                change = change_of(result) if task.mutating else None
+                if change is not None and not change.empty:
+                    self.changed.emit(change)
+                if task.on_done is not None and _alive(task.on_done):
+                    task.on_done(result)
+            else:
+                self._report(task, error, tb)
+        except Exception:  # a broken callback must not wedge the runner
+            log.exception("callback of a runner task failed")
+            self.failed.emit("An internal error occurred in the studio.", traceback.format_exc())
+        finally:
+            if task.job is not None:
+                task.job.finished.emit(error is None)
+                self.job_finished.emit(task.job)
+                task.job.deleteLater()
+            self._drain()
+            if not self.busy:
+                self.idle.emit()
+
+    def _report(self, task: _Task, error: BaseException, tb: str) -> None:
+        if task.on_error is not None:
+            if _alive(task.on_error):
+                task.on_error(error)
+            return
+        if isinstance(error, CancelledError):
+            return  # the job's own finished(False) tells the status bar
+        self.failed.emit(describe(error), tb)
+
+
+def describe(error: BaseException) -> str:
+    """A message for a person: the engine's own words, else the kind of failure."""
+    if isinstance(error, EngramError):
+        return str(error)
+    if isinstance(error, KeyError | ValueError) and error.args:
+        return str(error.args[0])
+    return f"Unexpected error: {type(error).__name__}: {error}"

@@ -1,0 +1,222 @@
+"""`engram screenshot --out DIR`: every pane on the demo bank, rendered offscreen to PNG.
+
+Without --home the demo bank is built in a temporary data folder (offline
+rules mode) and a few curation actions are made there so the audit and
+snapshot-diff panes have something to show; with --home an existing demo
+bank is only read. The user's own QSettings are never touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+SIZE = (1440, 900)
+
+# A short extra conversation ingested through the Ingest pane for its picture.
+EXTRA_CONVERSATION = """## 2025-08-28 10:00
+Maya: Juniper, can you book the Lisbon offsite venue for 10 to 12 September?
+Juniper: I booked the LX Factory studio for the offsite because it fits all four of you and has a projector.
+Priya: I think a half-day design jam on the first day would help Beacon 2.1 planning.
+Juniper: I added the design jam to the first morning and moved the Atlas phase-two review to the afternoon.
+Tomás: I'm back from leave on 18 August, so I can present the Atlas ingestion roadmap.
+Leo: I'll bring the push-notification metrics from the Beacon 2.0 launch.
+"""
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="engram screenshot", description="Render every pane of the studio to PNG."
+    )
+    parser.add_argument("--out", default="docs/screenshots", help="folder for the PNG files")
+    parser.add_argument(
+        "--home", help="data folder with the demo bank (default: build one in a temporary folder)"
+    )
+    parser.add_argument("--theme", choices=("light", "dark"), default="light")
+    parser.add_argument("--size", default=f"{SIZE[0]}x{SIZE[1]}", help="window size, WIDTHxHEIGHT")
+    return parser.parse_args(list(argv))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse_args(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    width, height = (int(v) for v in options.size.lower().split("x"))
+    out = Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    scratch = Path(tempfile.mkdtemp(prefix="engram-screenshot-"))
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(
+        QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(scratch / "qsettings")
+    )
+    app = QApplication.instance() or QApplication(["engram-screenshot"])
+
+    from app import theme
+    from app.demo import DEMO_NAME, build_demo_bank
+    from app.window import APPLICATION, ORGANIZATION, MainWindow
+    from core import Engine
+
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    theme.apply_theme(app, options.theme)
+    temporary = options.home is None
+    engine = Engine(options.home or scratch / "home")
+    if DEMO_NAME not in [b.name for b in engine.banks()]:
+        print(f"building the demo bank “{DEMO_NAME}” (offline rules)…", file=sys.stderr)
+        build_demo_bank(engine, _printer())
+    bank = engine.open_bank(DEMO_NAME)
+
+    window = MainWindow(engine)
+    window.resize(width, height)
+    window.show()
+    window.start(open_last=False)
+    window.set_bank(bank)
+    idle = _idler(app, window)
+    idle()
+    if temporary:
+        _curate(window, idle, scratch)
+
+    shots: list[Path] = []
+
+    def shoot(name: str, widget=None) -> None:
+        idle()
+        path = out / f"{name}.png"
+        (widget or window).grab().save(str(path))
+        shots.append(path)
+
+    for number, pane in enumerate(window.panes, start=1):
+        window.show_pane(pane.slug)
+        idle()
+        _prepare(pane, window, idle, scratch, temporary)
+        # A pane can stage itself for its picture (e.g. a graph mid-animation).
+        prepare = getattr(pane, "prepare_screenshot", None)
+        if callable(prepare):
+            prepare(idle)
+        shoot(f"{number:02d}-{pane.slug}")
+
+    _dialogs(window, idle, shoot)
+
+    # An empty bank, to show the panes' empty states.
+    if temporary:
+        window.create_bank("Empty bank")
+        idle()
+        window.show_pane("world")
+        shoot("empty-bank")
+
+    window.close()  # joins the runner and closes the banks
+    app.processEvents()
+    shutil.rmtree(scratch, ignore_errors=True)
+    for path in shots:
+        print(path)
+    return 0
+
+
+def _printer() -> Callable[[int, int, str], None]:
+    last = [-1]
+
+    def progress(done: int, total: int, message: str) -> None:
+        percent = int(100 * done / total) if total else 0
+        if percent // 10 != last[0]:
+            last[0] = percent // 10
+            print(f"  {percent:3d}% {message}", file=sys.stderr)
+
+    return progress
+
+
+def _idler(app, window) -> Callable[[], None]:
+    from PySide6.QtCore import QEventLoop
+
+    def idle(timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        quiet = 0
+        # Idle = the runner has nothing and a few event-loop passes changed nothing.
+        while time.monotonic() < deadline and quiet < 5:
+            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+            quiet = 0 if window.runner.busy else quiet + 1
+            if window.runner.busy:
+                time.sleep(0.02)
+
+    return idle
+
+
+def _curate(window, idle: Callable[[], None], scratch: Path) -> None:
+    """A few undoable curation actions in the temporary demo, for the audit and diff panes."""
+    bank = window.state.bank
+    snapshot = scratch / "before-curation.engram"
+    bank.export_snapshot(snapshot)
+    entities = {e.name: e for e in bank.entities()}
+    # Typical corrections of the rules extraction, where it left them to make.
+    if "Northwind" in entities and "Northwind Analytics" in entities:
+        source, target = entities["Northwind"].id, entities["Northwind Analytics"].id
+        window.runner.run_op(lambda: bank.merge_entities(source, target))
+    if "Beacon 2" in entities and "Beacon 2.0" not in entities:
+        beacon = entities["Beacon 2"].id
+        window.runner.run_op(lambda: bank.rename_entity(beacon, "Beacon 2.0"))
+    opinions = bank.units("opinion", order="confidence", limit=1)
+    if opinions:
+        unit = opinions[0]
+        lower = 0.25 if unit.confidence != 0.25 else 0.3
+        window.runner.run_op(lambda: bank.edit_unit(unit.id, confidence=lower))
+    idle()
+    snapshots = window.pane("snapshots")
+    snapshots.side_a.setText(str(snapshot))
+
+
+def _prepare(pane, window, idle: Callable[[], None], scratch: Path, temporary: bool) -> None:
+    from app.panes.entities import EntitiesPane
+    from app.panes.ingest import IngestPane
+    from app.panes.network import NetworkPane
+    from app.panes.snapshots import SnapshotsPane
+
+    if isinstance(pane, NetworkPane):
+        if pane.model.rowCount() > 2:
+            pane.select_row(2)
+            idle()
+    elif isinstance(pane, EntitiesPane):
+        if not pane.select_entity("Priya"):
+            pane.table.selectRow(0)
+        idle()
+    elif isinstance(pane, IngestPane) and temporary:
+        extra = scratch / "09-august-offsite.txt"
+        extra.write_text(EXTRA_CONVERSATION, "utf-8")
+        pane.add_files([extra])
+        pane.mode.setCurrentIndex(pane.mode.findData("rules"))
+        pane.start()
+        idle()
+    elif isinstance(pane, SnapshotsPane) and temporary:
+        pane.compare()
+        idle()
+    elif callable(getattr(pane, "prepare_screenshot", None)):
+        pane.prepare_screenshot(idle)  # graph, recall debugger, reflect, timelines
+
+
+def _dialogs(window, idle: Callable[[], None], shoot: Callable[..., None]) -> None:
+    from app.banks import DeleteBankDialog
+    from app.window import ShortcutsDialog
+
+    dialog = ShortcutsDialog(window.shortcut_actions, window)
+    dialog.show()
+    shoot("dialog-shortcuts", dialog)
+    dialog.close()
+    dialog.deleteLater()
+    name = window.state.bank.name if window.state.bank else "Demo: Juniper"
+    dialog = DeleteBankDialog(name, window)
+    dialog.confirm.setText(name[:6])
+    dialog.show()
+    shoot("dialog-delete-bank", dialog)
+    dialog.close()
+    dialog.deleteLater()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The studio's shared state: which engine, which bank, which runner.
+
+A plain state object in the glue style: panes read it and connect to its
+signals; they never reach into each other. The window owns one.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+from app.runner import Runner
+from core import Bank, Change, Engine
+
+
+class StudioState(QObject):
+    bank_changed = Signal(object)  # Bank | None
+    changed = Signal(object)  # Change, re-broadcast from the runner
+    mode_changed = Signal(str)  # "offline rules" or "Ollama · <model>"
+    status = Signal(str)  # a short message for the status bar
+
+    def __init__(self, engine: Engine, runner: Runner, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.engine = engine
+        self.runner = runner
+        self._bank: Bank | None = None
+        self._mode = "offline rules"
+        runner.changed.connect(self._on_change)
+
+    @property
+    def bank(self) -> Bank | None:
+        return self._bank
+
+    def set_bank(self, bank: Bank | None) -> None:
+        if bank is self._bank:
+            return
+        self._bank = bank
+        self.bank_changed.emit(bank)
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    def set_mode(self, mode: str) -> None:
+        if mode != self._mode:
+            self._mode = mode
+            self.mode_changed.emit(mode)
+
+    def _on_change(self, change: Change) -> None:
+        self.changed.emit(change)

@@ -1,0 +1,665 @@
+"""The main window: the bank list, the panes as tabs, menus, shortcuts, status bar.
+
+The window owns the runner and the studio state. It opens and closes banks
+(in the runner), forwards F5, Ctrl+F and Delete to the current pane, shows
+errors (status bar, and a dialog for the engine's messages), shows the
+running job with a cancel button, and saves its layout in QSettings. Closing
+it cancels and joins running work before the banks are closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QDialog,
+    QDialogButtonBox,
+    QDockWidget,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import theme
+from app.banks import BankList, CreateBankDialog, DeleteBankDialog, RenameBankDialog
+from app.panes import Pane, build_panes
+from app.panes.ingest import IngestPane
+from app.panes.snapshots import SnapshotsPane
+from app.runner import Job, Runner
+from app.state import StudioState
+from core import Bank, BankInfo, Change, Engine, Kind
+
+ORGANIZATION = "Engram"
+APPLICATION = "Engram Studio"
+
+# Shortcuts that are not menu actions, for the Help list.
+OTHER_SHORTCUTS = [
+    ("Go to pane 1–9", "Ctrl+1 … Ctrl+9"),
+    ("Next / previous pane", "Ctrl+Tab / Ctrl+Shift+Tab"),
+    ("Edit the selected unit's text", "F2 or double-click"),
+    ("Select several units", "Shift+click, Ctrl+click, Ctrl+A"),
+]
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, engine: Engine, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("main-window")
+        self.setWindowTitle(APPLICATION)
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.engine = engine
+        self.runner = Runner(self)
+        self.state = StudioState(engine, runner=self.runner, parent=self)
+        self._closing_banks: dict[Path, Bank] = {}
+        self._open_after_close: BankInfo | str | None = None
+        self._dialogs: list[QWidget] = []
+        self.closed = False
+        # Top-level widgets that existed before this window (see _delete_orphan_menus).
+        self._top_levels_before = set(QApplication.topLevelWidgets())
+
+        # -- banks --
+        self.bank_list = BankList(self.state)
+        self.bank_list.open_requested.connect(self.open_bank)
+        self.bank_list.create_requested.connect(self.ask_create_bank)
+        self.bank_list.rename_requested.connect(self.ask_rename_bank)
+        self.bank_list.delete_requested.connect(self.ask_delete_bank)
+        self.bank_dock = QDockWidget("Banks", self)
+        self.bank_dock.setObjectName("dock-banks")
+        self.bank_dock.setWidget(self.bank_list)
+        self.bank_dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.bank_dock)
+        self.resizeDocks([self.bank_dock], [210], Qt.Orientation.Horizontal)
+
+        # -- panes --
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("panes")
+        self.tabs.setDocumentMode(False)
+        self.panes: list[Pane] = build_panes(self.state)
+        for pane in self.panes:
+            self.tabs.addTab(_host(pane), pane.title)
+        self.setCentralWidget(self.tabs)
+
+        # -- status bar --
+        self.mode_label = QLabel()
+        self.mode_label.setObjectName("mode")
+        self.mode_label.setToolTip(
+            "What extracts facts and answers: a local Ollama model, or the offline rules"
+        )
+        self.job_label = QLabel()
+        self.job_label.setObjectName("job")
+        self.job_progress = QProgressBar()
+        self.job_progress.setFixedWidth(160)
+        self.job_cancel = QPushButton("Cancel")
+        self.job_cancel.setObjectName("job-cancel")
+        self.job_cancel.clicked.connect(self.cancel_job)
+        job = QWidget()
+        jl = QHBoxLayout(job)
+        jl.setContentsMargins(0, 0, 0, 0)
+        jl.addWidget(self.job_label)
+        jl.addWidget(self.job_progress)
+        jl.addWidget(self.job_cancel)
+        self.job_widget = job
+        job.setVisible(False)
+        status = self.statusBar()
+        status.addPermanentWidget(job)
+        status.addPermanentWidget(self.mode_label)
+        self._show_mode(self.state.mode)
+
+        self.runner.failed.connect(self.show_error)
+        self.runner.job_started.connect(self._job_started)
+        self.runner.job_finished.connect(self._job_finished)
+        self.state.status.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self.state.mode_changed.connect(self._show_mode)
+        self.state.bank_changed.connect(self._bank_changed)
+        self.state.changed.connect(self._on_change)
+
+        self._build_menus()
+        self._bank_changed(None)
+        self.restore_layout()
+
+    # -- menus and shortcuts -------------------------------------------------
+
+    def _action(
+        self,
+        text: str,
+        slot: Callable[[], Any],
+        shortcut: QKeySequence | str | None = None,
+        tip: str = "",
+    ) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        if tip:
+            action.setToolTip(tip)
+            action.setStatusTip(tip)
+        action.triggered.connect(lambda *_: slot())
+        self.addAction(action)  # shortcuts work even with the menu bar hidden
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        self.act_new = self._action("&New bank…", self.ask_create_bank, "Ctrl+N")
+        self.act_ingest = self._action("&Ingest conversations…", self.ingest, "Ctrl+I")
+        self.act_export = self._action("&Export snapshot…", self.export_snapshot, "Ctrl+E")
+        self.act_quit = self._action("&Quit", self.close, "Ctrl+Q")
+        file = bar.addMenu("&File")
+        file.setToolTipsVisible(True)
+        for a in (self.act_new, self.act_ingest, self.act_export):
+            file.addAction(a)
+        file.addSeparator()
+        file.addAction(self.act_quit)
+
+        self.act_undo = self._action("&Undo", self.undo, "Ctrl+Z")
+        self.act_redo = self._action("&Redo", self.redo, "Ctrl+Shift+Z")
+        self.act_find = self._action("&Find", self.focus_search, "Ctrl+F")
+        self.act_delete = self._action(
+            "&Delete selected", self.delete_selection, QKeySequence.StandardKey.Delete
+        )
+        # Delete belongs to the table that has focus; line edits keep their own Delete.
+        self.act_delete.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        edit = bar.addMenu("&Edit")
+        edit.setToolTipsVisible(True)
+        for a in (self.act_undo, self.act_redo):
+            edit.addAction(a)
+        edit.addSeparator()
+        edit.addAction(self.act_find)
+        edit.addAction(self.act_delete)
+
+        self.act_refresh = self._action("&Refresh", self.refresh, "F5")
+        view = bar.addMenu("&View")
+        view.addAction(self.act_refresh)
+        view.addAction(self.bank_dock.toggleViewAction())
+        view.addSeparator()
+        self.pane_actions: list[QAction] = []
+        for i, pane in enumerate(self.panes):
+            key = f"Ctrl+{i + 1}" if i < 9 else None
+            act = self._action(pane.title, lambda i=i: self.tabs.setCurrentIndex(i), key)
+            view.addAction(act)
+            self.pane_actions.append(act)
+        view.addSeparator()
+        themes = view.addMenu("&Theme")
+        group = QActionGroup(self)
+        self.theme_actions: dict[str, QAction] = {}
+        for choice, label in (
+            ("system", "Follow the system"),
+            ("light", "Light"),
+            ("dark", "Dark"),
+        ):
+            act = QAction(label, self, checkable=True)
+            act.triggered.connect(lambda *_, c=choice: self.set_theme(c))
+            group.addAction(act)
+            themes.addAction(act)
+            self.theme_actions[choice] = act
+
+        self.act_rename = self._action(
+            "&Rename bank…", lambda: self.ask_rename_bank(self._bank_name())
+        )
+        self.act_delete_bank = self._action(
+            "&Delete bank…", lambda: self.ask_delete_bank(self._bank_name())
+        )
+        self.act_verify = self._action("&Verify stores", self.verify)
+        self.act_demo = self._action("Build the &demo bank", self.build_demo)
+        bank = bar.addMenu("&Bank")
+        for a in (self.act_rename, self.act_delete_bank, self.act_verify):
+            bank.addAction(a)
+        bank.addSeparator()
+        bank.addAction(self.act_demo)
+
+        self.act_shortcuts = self._action("&Keyboard shortcuts", self.show_shortcuts, "F1")
+        self.act_about = self._action("&About Engram Studio", self.about)
+        help_ = bar.addMenu("&Help")
+        help_.addAction(self.act_shortcuts)
+        help_.addAction(self.act_about)
+        self.shortcut_actions = [
+            self.act_new, self.act_ingest, self.act_export, self.act_quit, self.act_undo,
+            self.act_redo, self.act_find, self.act_delete, self.act_refresh, self.act_shortcuts,
+        ]  # fmt: skip
+
+    def _update_actions(self) -> None:
+        bank = self.state.bank
+        has = bank is not None
+        for action in (self.act_rename, self.act_delete_bank, self.act_verify):
+            action.setEnabled(has)
+        for action, verb in (
+            (self.act_undo, "Undo the last curation action"),
+            (self.act_redo, "Redo what was undone"),
+            (self.act_export, "Export this bank to one .engram file"),
+            (self.act_ingest, "Ingest conversation files into this bank"),
+        ):
+            action.setEnabled(has)
+            action.setToolTip(verb if has else "Open a bank first")
+
+    # -- banks ---------------------------------------------------------------
+
+    def open_bank(self, target: BankInfo | str) -> None:
+        """Open a bank by name or BankInfo in the runner; the current one is closed after."""
+        name = target if isinstance(target, str) else target.name
+        folder = None if isinstance(target, str) else target.folder
+        closing = folder in self._closing_banks or any(
+            b.name == name for b in self._closing_banks.values()
+        )
+        if closing:
+            # The engine would hand back the very Bank being closed: open it after.
+            self._open_after_close = target
+            return
+        self.statusBar().showMessage(f"Opening “{name}”…")
+        engine = self.engine
+        self.runner.run_query(lambda: engine.open_bank(name), self._opened)
+
+    def _opened(self, bank: Bank) -> None:
+        if bank.closed:  # closed by a switch that raced this open: open it again
+            self.open_bank(bank.name)
+            return
+        self.statusBar().showMessage(f"Opened “{bank.name}”.", 4000)
+        self.set_bank(bank)
+
+    def set_bank(self, bank: Bank | None) -> None:
+        old = self.state.bank
+        self.state.set_bank(bank)
+        if old is not None and old is not bank and not old.closed:
+            self._close_later(old)
+
+    def _close_later(self, bank: Bank) -> None:
+        """Close a bank once no work on it is running (an exclusive task on its key)."""
+        self._closing_banks[bank.folder] = bank
+
+        def closed(_: Any = None) -> None:
+            self._closing_banks.pop(bank.folder, None)
+            waiting, self._open_after_close = self._open_after_close, None
+            if waiting is not None:
+                self.open_bank(waiting)
+
+        self.runner.run_query(bank.close, closed, lambda e: closed(), key=bank, exclusive=True)
+
+    def _bank_name(self) -> str:
+        return self.state.bank.name if self.state.bank is not None else ""
+
+    def _bank_changed(self, bank: Bank | None) -> None:
+        self.setWindowTitle(f"{bank.name} — {APPLICATION}" if bank else APPLICATION)
+        self._update_actions()
+
+    def _on_change(self, change: Change) -> None:
+        bank = self.state.bank
+        if bank is not None and change.touches(Kind.BANK):
+            self.setWindowTitle(f"{bank.name} — {APPLICATION}")
+            self.bank_list.mark_current(bank.name)
+
+    def ask_create_bank(self) -> None:
+        dialog = CreateBankDialog(self.bank_list.names(), self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.create_bank(*dialog.values())
+        dialog.deleteLater()
+
+    def create_bank(self, name: str, agent_name: str = "", background: str = "") -> None:
+        engine = self.engine
+
+        def create() -> _Opened:
+            bank = engine.create_bank(name, agent_name=agent_name, background=background)
+            return _Opened(bank, Change.of(added={Kind.BANK: [name]}))
+
+        self.runner.run_op(create, lambda opened: self.set_bank(opened.bank))
+
+    def ask_rename_bank(self, name: str) -> None:
+        if not name:
+            return
+        dialog = RenameBankDialog(name, self.bank_list.names(), self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.rename_bank(name, dialog.value())
+        dialog.deleteLater()
+
+    def rename_bank(self, old: str, new: str) -> None:
+        engine = self.engine
+        self.runner.run_op(
+            lambda: engine.rename_bank(old, new),
+            lambda _: self.statusBar().showMessage(f"Renamed “{old}” to “{new}”.", 6000),
+        )
+
+    def ask_delete_bank(self, name: str) -> None:
+        if not name:
+            return
+        dialog = DeleteBankDialog(name, self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.delete_bank(name)
+        dialog.deleteLater()
+
+    def delete_bank(self, name: str) -> None:
+        engine, bank = self.engine, self.state.bank
+        # Keyed by the open bank, so no read is running on it while it closes.
+        key = next((b for b in self._closing_banks.values() if b.name == name), None)
+        if bank is not None and bank.name == name:
+            key = bank
+            self.state.set_bank(None)  # the panes let go before the stores close
+        self.runner.run_op(
+            lambda: engine.delete_bank(name),
+            lambda _: self.statusBar().showMessage(f"Deleted the bank “{name}”.", 6000),
+            key=key,
+            exclusive=True,
+        )
+
+    # -- commands ------------------------------------------------------------
+
+    def current_pane(self) -> Pane | None:
+        host = self.tabs.currentWidget()
+        widget = host.widget() if isinstance(host, QScrollArea) else host
+        return widget if isinstance(widget, Pane) else None
+
+    def pane(self, slug: str) -> Pane:
+        return next(p for p in self.panes if p.slug == slug)
+
+    def show_pane(self, slug: str) -> Pane:
+        pane = self.pane(slug)
+        self.tabs.setCurrentIndex(self.panes.index(pane))
+        return pane
+
+    def focus_search(self) -> None:
+        pane = self.current_pane()
+        if pane is not None:
+            pane.focus_search()
+
+    def refresh(self) -> None:
+        for pane in self.panes:
+            pane.refresh()
+        self.bank_list.reload()
+        self.update_mode()
+        self.statusBar().showMessage("Refreshed.", 2000)
+
+    def delete_selection(self) -> None:
+        pane = self.current_pane()
+        if pane is not None:
+            pane.delete_selection()
+
+    def ingest(self) -> None:
+        pane = self.show_pane("ingest")
+        if isinstance(pane, IngestPane) and self.act_ingest.isEnabled() and not pane.running:
+            pane.choose_files()
+
+    def undo(self) -> None:
+        self._curation("undo")
+
+    def redo(self) -> None:
+        self._curation("redo")
+
+    def _curation(self, verb: str) -> None:
+        bank = self.state.bank
+        if bank is None:
+            return
+        self.runner.run_op(
+            bank.undo if verb == "undo" else bank.redo,
+            lambda _: self.statusBar().showMessage(f"{verb.capitalize()} done.", 4000),
+            key=bank,
+        )
+
+    def export_snapshot(self) -> None:
+        if self.state.bank is None:
+            return
+        pane = self.show_pane("snapshots")
+        if isinstance(pane, SnapshotsPane):
+            pane.choose_export()
+
+    def verify(self) -> None:
+        bank = self.state.bank
+        if bank is None:
+            return
+        self.runner.run_query(bank.verify, lambda report: self._verified(bank, report), key=bank)
+
+    def _verified(self, bank: Bank, report: Any) -> None:
+        if report.ok:
+            text = f"“{bank.name}” is consistent: {report.units:,} units in all three stores."
+        else:
+            text = (
+                f"“{bank.name}” needs repair: {len(report.missing_vectors)} vectors and "
+                f"{len(report.missing_lexical)} text entries missing, {report.pending} pending. "
+                "Run `engram repair` to rebuild the indexes."
+            )
+        self._message(
+            "Verify stores",
+            text,
+            QMessageBox.Icon.Information if report.ok else QMessageBox.Icon.Warning,
+        )
+
+    def build_demo(self) -> None:
+        from app.demo import DEMO_NAME, start_demo_build
+
+        if DEMO_NAME in self.bank_list.names():
+            self.open_bank(DEMO_NAME)
+            return
+        start_demo_build(self)
+
+    # -- mode, jobs, errors --------------------------------------------------
+
+    def update_mode(self) -> None:
+        engine = self.engine
+        self.runner.run_query(engine.mode, self.state.set_mode, lambda e: None)
+
+    def _show_mode(self, mode: str) -> None:
+        self.mode_label.setText(f"Mode: {mode}")
+
+    def _job_started(self, job: Job) -> None:
+        self._show_job(job)
+        job.progressed.connect(lambda *_: self._show_job(job))
+
+    def _job_finished(self, job: Job) -> None:
+        running = [j for j in self.runner.jobs() if j is not job]
+        if running:
+            self._show_job(running[-1])
+        else:
+            self.job_widget.setVisible(False)
+            self._job = None
+        if job.cancelled:
+            self.statusBar().showMessage(f"Cancelled: {job.label}.", 6000)
+
+    def _show_job(self, job: Job) -> None:
+        self._job = job
+        others = len(self.runner.jobs()) - 1
+        suffix = f" (+{others} more)" if others > 0 else ""
+        self.job_label.setText(f"{job.label}{suffix}")
+        self.job_label.setToolTip(job.message)
+        if job.total:
+            self.job_progress.setRange(0, job.total)
+            self.job_progress.setValue(job.done)
+        else:
+            self.job_progress.setRange(0, 0)  # busy: total unknown
+        self.job_widget.setVisible(True)
+
+    def cancel_job(self) -> None:
+        job = getattr(self, "_job", None)
+        if job is not None:
+            job.cancel()
+            self.job_label.setText(f"Cancelling: {job.label}…")
+
+    def show_error(self, message: str, details: str = "") -> None:
+        self.statusBar().showMessage(f"Error: {message}", 15000)
+        unexpected = message.startswith("Unexpected error")
+        self._message(
+            "Engram Studio", message, QMessageBox.Icon.Warning, details if unexpected else ""
+        )
+
+    def _message(self, title: str, text: str, icon: QMessageBox.Icon, details: str = "") -> None:
+        box = QMessageBox(icon, title, text, QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        if details:
+            box.setDetailedText(details)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.open()  # not exec(): errors must not block the runner's callbacks
+
+    def show_shortcuts(self) -> None:
+        dialog = ShortcutsDialog(self.shortcut_actions, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+
+    def about(self) -> None:
+        self._message(
+            "About Engram Studio",
+            "Engram Studio — a workbench for agent memory (retain, recall, reflect).\n"
+            f"Data folder: {self.engine.home}",
+            QMessageBox.Icon.Information,
+        )
+
+    # -- theme and layout ----------------------------------------------------
+
+    def settings(self) -> QSettings:
+        return QSettings()
+
+    def set_theme(self, choice: str) -> None:
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            theme.apply_theme(app, choice)
+        self.settings().setValue("theme", choice)
+        if choice in self.theme_actions:
+            self.theme_actions[choice].setChecked(True)
+
+    def _system_theme_changed(self, *_: Any) -> None:
+        if self.settings().value("theme", "system") == "system":
+            self.set_theme("system")
+
+    def restore_layout(self) -> None:
+        s = self.settings()
+        choice = str(s.value("theme", "system"))
+        self.theme_actions.get(choice, self.theme_actions["system"]).setChecked(True)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_theme_changed)
+        geometry = s.value("window/geometry")
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(1280, 800)
+        state = s.value("window/state")
+        if state is not None:
+            self.restoreState(state)
+        tab = s.value("window/tab")
+        if tab is not None:
+            for i, pane in enumerate(self.panes):
+                if pane.slug == tab:
+                    self.tabs.setCurrentIndex(i)
+                    break
+        for pane in self.panes:
+            pane.restore_state(s)
+
+    def save_layout(self) -> None:
+        s = self.settings()
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/state", self.saveState())
+        pane = self.current_pane()
+        if pane is not None:
+            s.setValue("window/tab", pane.slug)
+        if self.state.bank is not None:
+            s.setValue("window/bank", self.state.bank.name)
+        for pane in self.panes:
+            pane.save_state(s)
+        s.sync()
+
+    def last_bank(self) -> str | None:
+        value = self.settings().value("window/bank")
+        return str(value) if value else None
+
+    # -- start and close -----------------------------------------------------
+
+    def start(self, open_last: bool = True) -> None:
+        """List banks, probe the mode, and open the last bank (or the only one)."""
+        self.update_mode()
+        engine = self.engine
+
+        def listed(infos: list[BankInfo]) -> None:
+            self.bank_list._show(infos)
+            if not open_last or self.state.bank is not None or not infos:
+                return
+            names = [i.name for i in infos]
+            last = self.last_bank()
+            self.open_bank(last if last in names else names[0])
+
+        self.runner.run_query(engine.banks, listed)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if not self.closed:
+            self.save_layout()
+            with contextlib.suppress(RuntimeError, TypeError):
+                QGuiApplication.styleHints().colorSchemeChanged.disconnect(
+                    self._system_theme_changed
+                )
+            # Cancel and join engine work before the stores close under it.
+            self.runner.shutdown()
+            self.state.set_bank(None)
+            self.engine.close()
+            self._delete_orphan_menus()
+            self.closed = True
+        super().closeEvent(event)
+
+    def _delete_orphan_menus(self) -> None:
+        """Delete parentless menus the panes made (pyqtgraph's ViewBox and plot menus
+        are QMenus without a parent): otherwise they outlive the window."""
+        for widget in QApplication.topLevelWidgets():
+            if (
+                widget not in self._top_levels_before
+                and isinstance(widget, QMenu)
+                and widget.parent() is None
+                and not widget.isVisible()
+            ):
+                widget.deleteLater()
+
+
+def _host(pane: Pane) -> QScrollArea:
+    """A pane in a scroll area: one pane with a large minimum size must not make the
+    whole window wider or taller than the screen; below its minimum it scrolls."""
+    host = QScrollArea()
+    host.setObjectName(f"host-{pane.slug}")
+    host.setWidgetResizable(True)
+    host.setFrameShape(QFrame.Shape.NoFrame)
+    host.setWidget(pane)
+    return host
+
+
+class _Opened:
+    """What creating a bank returns: the bank, and the change record for the list."""
+
+    def __init__(self, bank: Bank, change: Change) -> None:
+        self.bank = bank
+        self.change = change
+
+
+class ShortcutsDialog(QDialog):
+    def __init__(self, actions: list[QAction], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Keyboard shortcuts")
+        rows = [
+            (
+                a.text().replace("&", "").rstrip("…"),
+                a.shortcut().toString(QKeySequence.SequenceFormat.NativeText),
+            )
+            for a in actions
+            if not a.shortcut().isEmpty()
+        ] + OTHER_SHORTCUTS
+        table = QTableWidget(len(rows), 2)
+        table.setObjectName("shortcuts")
+        table.setHorizontalHeaderLabels(["Action", "Shortcut"])
+        table.verticalHeader().setVisible(False)
+        table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        for i, (what, keys) in enumerate(rows):
+            table.setItem(i, 0, QTableWidgetItem(what))
+            table.setItem(i, 1, QTableWidgetItem(keys))
+        table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(table)
+        layout.addWidget(buttons)
+        self.table = table
+        self.resize(460, 480)

@@ -1,0 +1,268 @@
+"""Curation: edit, delete, rename-entity, merge, split, retract, restore, purge,
+undo, redo, audit."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+
+from core.bank import UNSET
+from core.cli.output import print_json, short_time
+from core.engine import Engine
+from core.types import Change, EngramError, Kind, Network
+
+ACTORS = ("user", "agent", "system")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    def command(name: str, help: str, handler, *, entity: bool = False):
+        p = sub.add_parser(name, help=help)
+        p.add_argument("bank")
+        if entity:
+            p.add_argument("entity", help="entity id, name or alias")
+        p.add_argument("--actor", choices=ACTORS, default="user", help="who does it (audit)")
+        p.set_defaults(handler=handler)
+        return p
+
+    edit = command("edit", "edit a memory unit (re-embedded, re-indexed, re-linked)", edit_unit)
+    edit.add_argument("unit")
+    edit.add_argument("--text")
+    edit.add_argument("--network", choices=[n.value for n in Network])
+    # UNSET when not given, so "none" (clear the value) and "not given" differ.
+    edit.add_argument(
+        "--start", type=_time, default=UNSET, help="occurrence start, ISO date/time or 'none'"
+    )
+    edit.add_argument(
+        "--end", type=_time, default=UNSET, help="occurrence end, ISO date/time or 'none'"
+    )
+    edit.add_argument("--confidence", type=_confidence, default=UNSET, help="0..1, or 'none'")
+    edit.add_argument(
+        "--entity",
+        action="append",
+        dest="entities",
+        help="the unit's entities (id or name; repeat; replaces the current set)",
+    )
+    edit.add_argument("--no-entities", action="store_true", help="the unit mentions no entity")
+
+    delete = command("delete", "delete memory units with their links and mentions", delete_units)
+    delete.add_argument("units", nargs="+")
+
+    rename = command("rename-entity", "rename an entity", rename_entity, entity=True)
+    rename.add_argument("name")
+    rename.add_argument("--no-alias", action="store_true", help="do not keep the old name as alias")
+
+    merge = command("merge", "merge entity SOURCE into TARGET", merge_entities)
+    merge.add_argument("source", help="entity merged away (id, name or alias)")
+    merge.add_argument("target", help="entity that stays")
+
+    split = command("split", "move chosen mentions to a new entity", split_entity, entity=True)
+    split.add_argument("name", help="the new entity's name")
+    split.add_argument("--unit", action="append", dest="units", required=True)
+    split.add_argument("--type", help="the new entity's type (default: the original's)")
+
+    hide = command("retract", "hide an entity and what derives from it", retract, entity=True)
+    hide.add_argument("--preview", action="store_true", help="only show what it touches")
+    hide.add_argument("--json", action="store_true")
+
+    command("restore", "bring a retracted entity back", restore, entity=True)
+
+    forget = command(
+        "purge",
+        "remove an entity and what derives from it FOR GOOD (cannot be undone)",
+        purge,
+        entity=True,
+    )
+    forget.add_argument("--yes", action="store_true", help="do not ask to confirm")
+
+    command("undo", "take back the latest curation action", undo)
+    command("redo", "apply again what the latest undo took back", redo)
+
+    audit = sub.add_parser("audit", help="the curation log: who did what, when")
+    audit.add_argument("bank")
+    audit.add_argument("--limit", type=int, default=50)
+    audit.add_argument("--action")
+    audit.add_argument("--target")
+    audit.add_argument("--json", action="store_true")
+    audit.set_defaults(handler=show_audit)
+
+
+def _time(text: str):
+    if text.lower() == "none":
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date or time: {text!r}") from None
+
+
+def _confidence(text: str):
+    if text.lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def resolve_entity(bank, ref: str) -> str:
+    """An entity id from an id, a name or an alias (case-insensitive); ambiguity is an error."""
+    rows = (
+        bank.store.reader()
+        .execute(
+            "SELECT id, name, status FROM entities WHERE id = $r OR lower(name) = lower($r)"
+            " OR list_contains(list_transform(aliases, lambda a: lower(a)), lower($r))"
+            " ORDER BY id = $r DESC, lower(name) = lower($r) DESC, status, id",
+            {"r": ref},
+        )
+        .fetchall()
+    )
+    if not rows:
+        raise EngramError(f"no entity {ref!r} in bank {bank.name!r}")
+    if rows[0][0] == ref:
+        return ref
+    exact = [r for r in rows if r[1].lower() == ref.lower()] or rows
+    if len(exact) > 1:
+        listed = ", ".join(f"{r[1]} ({r[0]}, {r[2]})" for r in exact[:5])
+        raise EngramError(f"{ref!r} names several entities: {listed}; use an id")
+    return exact[0][0]
+
+
+def _report(change: Change, what: str) -> int:
+    if change.empty:
+        print(f"{what}: nothing changed")
+        return 0
+    parts = []
+    for label, groups in (
+        ("added", change.added),
+        ("updated", change.updated),
+        ("removed", change.removed),
+    ):
+        for kind in (Kind.UNIT, Kind.ENTITY, Kind.LINK, Kind.JOB):
+            if groups.get(kind):
+                parts.append(f"{len(groups[kind])} {kind.value}(s) {label}")
+    print(f"{what}: " + ", ".join(parts))
+    return 0
+
+
+def edit_unit(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    entities = None
+    if args.no_entities:
+        entities = []
+    elif args.entities:
+        entities = [resolve_entity(bank, e) for e in args.entities]
+    change = bank.edit_unit(
+        args.unit,
+        text=args.text,
+        network=args.network,
+        occurred_start=args.start,
+        occurred_end=args.end,
+        confidence=args.confidence,
+        entity_ids=entities,
+        actor=args.actor,
+    )
+    return _report(change, f"edited {args.unit}")
+
+
+def delete_units(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    return _report(bank.delete_units(args.units, actor=args.actor), "deleted")
+
+
+def rename_entity(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    entity_id = resolve_entity(bank, args.entity)
+    change = bank.rename_entity(
+        entity_id, args.name, keep_alias=not args.no_alias, actor=args.actor
+    )
+    return _report(change, f"renamed {entity_id} to {args.name!r}")
+
+
+def merge_entities(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    source, target = resolve_entity(bank, args.source), resolve_entity(bank, args.target)
+    return _report(
+        bank.merge_entities(source, target, actor=args.actor), f"merged {source} into {target}"
+    )
+
+
+def split_entity(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    entity_id = resolve_entity(bank, args.entity)
+    change = bank.split_entity(entity_id, args.units, args.name, type=args.type, actor=args.actor)
+    new = ", ".join(change.added.get(Kind.ENTITY, ()))
+    return _report(change, f"split {len(args.units)} mention(s) into new entity {new}")
+
+
+def _print_preview(preview) -> None:
+    print(f"entity {preview.name!r} ({preview.entity_id}, {preview.status}) touches:")
+    print(
+        f"  {preview.units} fact(s), {preview.opinions} opinion(s) with {preview.opinion_events} event(s),"
+    )
+    print(
+        f"  {preview.observations} observation(s), {preview.links} link(s), {preview.source_turns} source turn(s)"
+    )
+
+
+def retract(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    entity_id = resolve_entity(bank, args.entity)
+    preview = bank.retract_preview(entity_id)
+    if args.json:
+        print_json({**vars(preview), "total_units": preview.total_units})
+    else:
+        _print_preview(preview)
+    if args.preview:
+        return 0
+    return _report(
+        bank.retract_entity(entity_id, actor=args.actor),
+        "retracted (undo or restore brings it back)",
+    )
+
+
+def restore(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    entity_id = resolve_entity(bank, args.entity)
+    return _report(bank.restore_entity(entity_id, actor=args.actor), "restored")
+
+
+def purge(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    entity_id = resolve_entity(bank, args.entity)
+    preview = bank.retract_preview(entity_id)
+    _print_preview(preview)
+    print(
+        f"  and its names are redacted in {preview.turns_to_redact} stored turn(s)"
+        f" and {preview.units_to_redact} other unit(s)."
+    )
+    print("A purge removes all of this FOR GOOD. It cannot be undone.")
+    if not args.yes:
+        typed = input(f"Type the entity's name to purge it ({preview.name}): ")
+        if typed != preview.name:
+            print("names differ: nothing purged")
+            return 1
+    return _report(bank.purge_entity(entity_id, confirm=True, actor=args.actor), "purged")
+
+
+def undo(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    return _report(bank.undo(actor=args.actor), "undone")
+
+
+def redo(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    return _report(bank.redo(actor=args.actor), "redone")
+
+
+def show_audit(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    entries = bank.audit(limit=args.limit, action=args.action, target=args.target)
+    if args.json:
+        print_json(entries)
+        return 0
+    if not entries:
+        print("no curation actions recorded")
+    for e in entries:
+        flag = " (undone)" if e.undone else ""
+        print(f"#{e.seq:<5} {short_time(e.recorded_at)}  {e.actor:<6} {e.summary}{flag}")
+    return 0

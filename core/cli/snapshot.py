@@ -1,0 +1,70 @@
+"""Snapshots: export, import, diff."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from core.cli.output import print_json, progress_printer
+from core.engine import Engine
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    export = sub.add_parser("export", help="write a bank to one .engram snapshot file")
+    export.add_argument("bank")
+    export.add_argument("path", nargs="?", help="default: ./<bank>.engram")
+    export.add_argument("--quiet", action="store_true")
+    export.set_defaults(handler=export_bank)
+
+    imp = sub.add_parser("import", help="import a .engram snapshot as a bank")
+    imp.add_argument("path")
+    imp.add_argument("--name", help="the bank's name (default: the name it was exported with)")
+    imp.add_argument(
+        "--replace", action="store_true", help="replace the bank of that name (atomically)"
+    )
+    imp.add_argument("--quiet", action="store_true")
+    imp.set_defaults(handler=import_bank)
+
+    diff = sub.add_parser(
+        "diff", help="what changed between two snapshots, or a snapshot and a bank"
+    )
+    diff.add_argument("a", help="a .engram file or a bank name")
+    diff.add_argument("b", help="a .engram file or a bank name")
+    diff.add_argument("--limit", type=int, default=50, help="lines per section")
+    diff.add_argument("--json", action="store_true")
+    diff.set_defaults(handler=diff_command)
+
+
+def export_bank(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    path = Path(args.path) if args.path else Path(f"{bank.folder.name}.engram")
+    progress = None if args.quiet else progress_printer("export")
+    manifest = bank.export_snapshot(path, progress=progress)
+    counts = ", ".join(f"{manifest.counts.get(t, 0)} {t}" for t in ("units", "entities", "links"))
+    print(f"exported bank {bank.name!r} to {path} ({counts})")
+    return 0
+
+
+def import_bank(args, engine: Engine) -> int:
+    progress = None if args.quiet else progress_printer("import")
+    bank = engine.import_snapshot(args.path, args.name, args.replace, progress=progress)
+    print(f"imported {args.path} as bank {bank.name!r} ({bank.count(status=None)} units)")
+    return 0
+
+
+def _source(engine: Engine, ref: str):
+    """A path to an existing file is a snapshot; anything else names a bank."""
+    if Path(ref).is_file():
+        return Path(ref)
+    return engine.open_bank(ref)
+
+
+def diff_command(args, engine: Engine) -> int:
+    from core.snapshot.diff import diff_snapshots
+
+    result = diff_snapshots(_source(engine, args.a), _source(engine, args.b))
+    if args.json:
+        print_json(result)
+    else:
+        print(result.text(limit=args.limit))
+    return 0

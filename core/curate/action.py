@@ -1,0 +1,160 @@
+"""One audited curation action: capture, change, capture, record — one transaction.
+
+Everything an action does to DuckDB, its audit entry and the observation jobs
+it queues commit together; the indexes follow for the units whose rows changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from core.curate.audit import check_actor, record
+from core.curate.jobs import queue_observations
+from core.curate.rows import Scope, capture, change_of, diff
+from core.types import Change, EngramError, Kind, UnitStatus
+
+if TYPE_CHECKING:
+    from core.bank import Bank
+    from core.store.bank_store import Tx
+
+
+@dataclass
+class Outcome:
+    """What an action's body reports back: the readable before and after, and
+    the entities whose observations must be regenerated."""
+
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    observe: Iterable[str] = field(default_factory=set)
+
+
+def run_action(
+    bank: Bank,
+    *,
+    action: str,
+    actor: str,
+    target: str | None,
+    scope: Scope,
+    body: Callable[[Tx], Outcome],
+) -> Change:
+    check_actor(actor)
+    with bank.store.transaction() as tx:
+        before = capture(tx.con, scope)
+        outcome = body(tx)
+        after = capture(tx.con, scope)
+        back, forward = diff(tx.con, before, after)
+        if not back and not forward:
+            return Change()
+        record(
+            tx.con,
+            actor=actor,
+            action=action,
+            target=target,
+            before=outcome.before,
+            after=outcome.after,
+            rows=(back, forward),
+        )
+        jobs = queue_observations(tx.con, outcome.observe)
+        tx.touch(sorted(touched_units(back, forward)))
+    return change_of(back, forward) | Change.of(added={Kind.JOB: jobs})
+
+
+def touched_units(back: Mapping[str, Any], forward: Mapping[str, Any]) -> set[str]:
+    """Units whose own row changed: their index entries must follow."""
+    ids: set[str] = set()
+    for side in (back, forward):
+        units = side.get("units", {})
+        ids.update(r["id"] for r in units.get("rows", []))
+        ids.update(k[0] for k, _ in units.get("changed", []))
+    return ids
+
+
+# -- shared reads -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EntityRow:
+    id: str
+    name: str
+    type: str
+    aliases: tuple[str, ...]
+    status: str
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "type": self.type,
+            "aliases": list(self.aliases),
+            "status": self.status,
+        }
+
+
+def entity_row(con: duckdb.DuckDBPyConnection, entity_id: str) -> EntityRow:
+    row = con.execute(
+        "SELECT id, name, type, aliases, status FROM entities WHERE id = ?", [entity_id]
+    ).fetchall()
+    row = row[0] if row else None
+    if row is None:
+        raise EngramError(f"no entity {entity_id!r} in this bank")
+    return EntityRow(row[0], row[1], row[2], tuple(row[3] or ()), row[4])
+
+
+def require_active(entity: EntityRow, doing: str) -> None:
+    if entity.status != UnitStatus.ACTIVE:
+        raise EngramError(f"entity {entity.name!r} is retracted: restore it before you {doing} it")
+
+
+def units_mentioning(con: duckdb.DuckDBPyConnection, entity_id: str) -> list[str]:
+    return [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT unit_id FROM mentions WHERE entity_id = ? ORDER BY unit_id",
+            [entity_id],
+        ).fetchall()
+    ]
+
+
+def entities_of(con: duckdb.DuckDBPyConnection, unit_ids: Iterable[str]) -> set[str]:
+    ids = sorted(set(unit_ids))
+    if not ids:
+        return set()
+    return {
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT entity_id FROM mentions WHERE unit_id IN (SELECT unnest(?))", [ids]
+        ).fetchall()
+    }
+
+
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    rows = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()"
+        " AND schema_name = 'main' AND table_name = ?",
+        [name],
+    ).fetchall()
+    return bool(rows[0][0])
+
+
+def delete_unit_rows(con: duckdb.DuckDBPyConnection, unit_ids: Iterable[str]) -> list[str]:
+    """Delete units and everything that hangs off them: mentions, links, opinion
+    events, observation rows and sources. Returns the ids that existed."""
+    from core.store.units import delete_units
+
+    ids = sorted(set(unit_ids))
+    if not ids:
+        return []
+    con.execute("DELETE FROM opinion_events WHERE opinion_id IN (SELECT unnest(?))", [ids])
+    if has_table(con, "observation_sources"):
+        con.execute(
+            "DELETE FROM observation_sources WHERE observation_id IN (SELECT unnest($ids))"
+            " OR unit_id IN (SELECT unnest($ids))",
+            {"ids": ids},
+        )
+    if has_table(con, "observations"):
+        con.execute("DELETE FROM observations WHERE unit_id IN (SELECT unnest(?))", [ids])
+    return delete_units(con, ids)

@@ -1,0 +1,221 @@
+"""Retracting an entity: the impact preview, the soft retract and the restore.
+
+A soft retract marks the entity and every unit that mentions it (facts,
+opinions, observations) 'retracted'. Recall, reflect and the default views
+show only active units, and the status column in LanceDB follows, so hidden
+units are filtered before ranking. Restore brings back exactly what the
+retract hid: a unit that also mentions another retracted entity stays hidden.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from core.curate.action import (
+    Outcome,
+    entities_of,
+    entity_row,
+    run_action,
+    units_mentioning,
+)
+from core.curate.rows import Scope
+from core.store.filters import like_pattern
+from core.types import Change, EngramError, Network, UnitStatus
+
+if TYPE_CHECKING:
+    from core.bank import Bank
+
+
+@dataclass(frozen=True)
+class RetractPreview:
+    """What retracting (or purging) an entity touches."""
+
+    entity_id: str
+    name: str
+    status: str
+    units: int  # world and experience facts that mention it
+    opinions: int
+    observations: int
+    links: int  # links from or to those units, or laid through the entity
+    source_turns: int  # distinct turns those units were extracted from
+    opinion_events: int
+    unit_ids: tuple[str, ...] = ()
+    # Only a purge touches these: text naming the entity is redacted.
+    turns_to_redact: int = 0
+    units_to_redact: int = 0  # units that name it without mentioning it
+
+    @property
+    def total_units(self) -> int:
+        return self.units + self.opinions + self.observations
+
+
+def redaction_names(name: str, aliases: Sequence[str]) -> list[str]:
+    """The names a purge blanks out; one-letter aliases would blank too much."""
+    names = {n.strip() for n in (name, *aliases) if n and len(n.strip()) >= 2}
+    return sorted(names, key=lambda n: (-len(n), n))
+
+
+def redaction_pattern(names: Sequence[str]) -> re.Pattern[str] | None:
+    if not names:
+        return None
+    alternatives = "|".join(re.escape(n) for n in names)
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+
+
+def matching_rows(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    columns: Sequence[str],
+    names: Sequence[str],
+    pattern: re.Pattern[str],
+    extra_where: str = "",
+    extra_params: Sequence = (),
+) -> list[tuple]:
+    """(rowid, *columns) of rows where any column names the entity. ILIKE narrows
+    in DuckDB; the word-boundary regex decides."""
+    likes = " OR ".join(f"{c} ILIKE ? ESCAPE '\\'" for c in columns for _ in names)
+    params = [like_pattern(n) for _ in columns for n in names]
+    where = f"({likes})" + (f" AND {extra_where}" if extra_where else "")
+    rows = con.execute(
+        f"SELECT rowid, {', '.join(columns)} FROM {table} WHERE {where}",
+        [*params, *extra_params],
+    ).fetchall()
+    return [r for r in rows if any(isinstance(v, str) and pattern.search(v) for v in r[1:])]
+
+
+# A retract or restore flips statuses and nothing else.
+STATUS_TABLES = frozenset({"units", "entities"})
+
+
+def retract_preview(bank: Bank, entity_id: str) -> RetractPreview:
+    con = bank.store.reader()
+    entity = entity_row(con, entity_id)
+    unit_ids = units_mentioning(con, entity_id)
+    by_network = dict(
+        con.execute(
+            "SELECT network, count(*) FROM units WHERE id IN (SELECT unnest(?)) GROUP BY network",
+            [unit_ids],
+        ).fetchall()
+    )
+    links = con.execute(
+        "SELECT count(*) FROM links WHERE source IN (SELECT unnest($ids))"
+        " OR target IN (SELECT unnest($ids)) OR entity_id = $e",
+        {"ids": unit_ids, "e": entity_id},
+    ).fetchall()[0][0]
+    turns = con.execute(
+        "SELECT count(DISTINCT s) FROM (SELECT unnest(source_ids) AS s FROM units"
+        " WHERE id IN (SELECT unnest(?)))",
+        [unit_ids],
+    ).fetchall()[0][0]
+    events = con.execute(
+        "SELECT count(*) FROM opinion_events WHERE opinion_id IN (SELECT unnest(?))", [unit_ids]
+    ).fetchall()[0][0]
+    names = redaction_names(entity.name, entity.aliases)
+    pattern = redaction_pattern(names)
+    turns_to_redact = units_to_redact = 0
+    if pattern is not None:
+        turns_to_redact = len(matching_rows(con, "turns", ["text"], names, pattern))
+        units_to_redact = len(
+            matching_rows(
+                con,
+                "units",
+                ["text"],
+                names,
+                pattern,
+                "id NOT IN (SELECT unnest(?))",
+                [unit_ids],
+            )
+        )
+    facts = by_network.get(str(Network.WORLD), 0) + by_network.get(str(Network.EXPERIENCE), 0)
+    return RetractPreview(
+        entity_id=entity.id,
+        name=entity.name,
+        status=entity.status,
+        units=facts,
+        opinions=by_network.get(str(Network.OPINION), 0),
+        observations=by_network.get(str(Network.OBSERVATION), 0),
+        links=links,
+        source_turns=turns,
+        opinion_events=events,
+        unit_ids=tuple(unit_ids),
+        turns_to_redact=turns_to_redact,
+        units_to_redact=units_to_redact,
+    )
+
+
+def retract_entity(bank: Bank, entity_id: str, *, actor: str = "user") -> Change:
+    """Hide an entity and everything derived from it from recall, reflect and the
+    default views. Reversible: `restore_entity`, or `undo`."""
+    con = bank.store.reader()
+    entity = entity_row(con, entity_id)
+    if entity.status == UnitStatus.RETRACTED:
+        raise EngramError(f"entity {entity.name!r} is already retracted")
+    unit_ids = units_mentioning(con, entity_id)
+    neighbours = entities_of(con, unit_ids) - {entity_id}
+
+    def body(tx) -> Outcome:
+        # Status is visibility, not content: updated_at stays, so restore is exact.
+        tx.con.execute("UPDATE entities SET status = 'retracted' WHERE id = ?", [entity_id])
+        hidden = tx.con.execute(
+            "UPDATE units SET status = 'retracted' WHERE id IN (SELECT unnest(?))"
+            " AND status = 'active' RETURNING id",
+            [unit_ids],
+        ).fetchall()
+        return Outcome(
+            before={"id": entity_id, "name": entity.name, "status": entity.status},
+            after={
+                "id": entity_id,
+                "name": entity.name,
+                "status": "retracted",
+                "units": len(hidden),
+            },
+            observe=neighbours,
+        )
+
+    return run_action(
+        bank,
+        action="retract_entity",
+        actor=actor,
+        target=entity_id,
+        scope=Scope(units=set(unit_ids), entities={entity_id}, tables=STATUS_TABLES),
+        body=body,
+    )
+
+
+def restore_entity(bank: Bank, entity_id: str, *, actor: str = "user") -> Change:
+    """Bring a retracted entity and what it hid back."""
+    con = bank.store.reader()
+    entity = entity_row(con, entity_id)
+    if entity.status != UnitStatus.RETRACTED:
+        raise EngramError(f"entity {entity.name!r} is not retracted")
+    unit_ids = units_mentioning(con, entity_id)
+    neighbours = entities_of(con, unit_ids)
+
+    def body(tx) -> Outcome:
+        tx.con.execute("UPDATE entities SET status = 'active' WHERE id = ?", [entity_id])
+        back = tx.con.execute(
+            "UPDATE units SET status = 'active' WHERE id IN (SELECT unnest($ids))"
+            " AND status = 'retracted' AND NOT EXISTS (SELECT 1 FROM mentions m"
+            " JOIN entities e ON e.id = m.entity_id WHERE m.unit_id = units.id"
+            " AND e.status = 'retracted') RETURNING id",
+            {"ids": unit_ids},
+        ).fetchall()
+        return Outcome(
+            before={"id": entity_id, "name": entity.name, "status": entity.status},
+            after={"id": entity_id, "name": entity.name, "status": "active", "units": len(back)},
+            observe=neighbours,
+        )
+
+    return run_action(
+        bank,
+        action="restore_entity",
+        actor=actor,
+        target=entity_id,
+        scope=Scope(units=set(unit_ids), entities={entity_id}, tables=STATUS_TABLES),
+        body=body,
+    )

@@ -1,0 +1,66 @@
+"""Undo and redo: apply an audited action's delta backwards or forwards."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from core.curate.audit import REDO, UNDO, check_actor, load_rows, record, stacks
+from core.curate.jobs import queue_observations
+from core.curate.rows import apply, change_of
+from core.types import Change, EngramError, Kind
+
+if TYPE_CHECKING:
+    from core.bank import Bank
+
+
+def _step(bank: Bank, *, redo: bool, actor: str) -> Change:
+    check_actor(actor)
+    with bank.store.transaction() as tx:
+        undo_stack, redo_stack = stacks(tx.con)
+        stack = redo_stack if redo else undo_stack
+        if not stack:
+            raise EngramError("nothing to redo" if redo else "nothing to undo")
+        seq = stack[-1]
+        action = tx.con.execute("SELECT action FROM audit WHERE seq = ?", [seq]).fetchall()[0][0]
+        back, forward = load_rows(tx.con, seq)
+        current, target = (back, forward) if redo else (forward, back)
+        try:
+            units, entities = apply(tx.con, current, target)
+        except duckdb.ConstraintException as error:
+            # Something outside curation re-created a row the delta brings back.
+            raise EngramError(
+                f"cannot {'redo' if redo else 'undo'} #{seq} ({action}): the bank changed"
+                f" since in a way that conflicts ({error})"
+            ) from None
+        tx.con.execute("UPDATE audit SET undone = ? WHERE seq = ?", [not redo, seq])
+        record(
+            tx.con,
+            actor=actor,
+            action=REDO if redo else UNDO,
+            target=str(seq),
+            before={"seq": seq, "action": action},
+            after={"seq": seq, "action": action, "undone": not redo},
+        )
+        jobs = queue_observations(tx.con, entities)
+        tx.touch(sorted(units))
+    return change_of(current, target) | Change.of(added={Kind.JOB: jobs})
+
+
+def undo(bank: Bank, *, actor: str = "user") -> Change:
+    """Take back the latest curation action still in effect."""
+    return _step(bank, redo=False, actor=actor)
+
+
+def redo(bank: Bank, *, actor: str = "user") -> Change:
+    """Apply again the action the latest undo took back (a new action clears redo)."""
+    return _step(bank, redo=True, actor=actor)
+
+
+def can_undo(bank: Bank) -> bool:
+    return bool(stacks(bank.store.reader())[0])
+
+
+def can_redo(bank: Bank) -> bool:
+    return bool(stacks(bank.store.reader())[1])

@@ -1,0 +1,341 @@
+"""The four retrieval channels. Each returns a ranked list with its raw scores.
+
+Every channel sees only active units of the requested networks inside the
+caller's time filter (`Scope`). Channels run on worker threads, so each takes
+the store and opens its own DuckDB cursor.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from core.recall.activation import Activation, Edge, spread
+from core.recall.linkgraph import LinkGraph, link_graph
+from core.recall.timescore import interval_proximity
+from core.store.bank_store import BankStore
+from core.store.filters import sql_string, sql_string_list
+from core.store.vectors import occurred_where
+from core.types import Network, UnitStatus
+
+ALL_NETWORKS = tuple(n.value for n in Network)
+_WORD = re.compile(r"[^\W_]", re.UNICODE)
+
+
+def has_words(text: str) -> bool:
+    """Whether `text` has a letter or digit: punctuation alone retrieves nothing."""
+    return _WORD.search(text) is not None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What every channel is limited to: active units, these networks, this time."""
+
+    networks: tuple[str, ...] = ALL_NETWORKS
+    start: datetime | None = None
+    end: datetime | None = None
+
+    @property
+    def all_networks(self) -> bool:
+        return set(self.networks) >= set(ALL_NETWORKS)
+
+    def lance_where(self) -> str:
+        parts = [f"status = {sql_string(UnitStatus.ACTIVE.value)}"]
+        if not self.all_networks:
+            parts.append(f"network IN {sql_string_list(self.networks)}")
+        when = occurred_where(self.start, self.end)
+        if when:
+            parts.append(when)
+        return " AND ".join(parts)
+
+    def sql(self, alias: str = "u") -> tuple[str, list[Any]]:
+        """A DuckDB condition on units `alias`, with its parameters."""
+        parts = [f"{alias}.status = ?"]
+        params: list[Any] = [UnitStatus.ACTIVE.value]
+        if not self.all_networks:
+            parts.append(f"{alias}.network IN (SELECT unnest(?))")
+            params.append(list(self.networks))
+        if self.end is not None:
+            parts.append(f"{alias}.occurred_start < ?")
+            params.append(self.end)
+        if self.start is not None:
+            parts.append(f"coalesce({alias}.occurred_end, {alias}.occurred_start) >= ?")
+            params.append(self.start)
+        return " AND ".join(parts), params
+
+
+@dataclass
+class ChannelResult:
+    name: str
+    ids: list[str] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    ms: float = 0.0
+    note: str = ""
+    ran: bool = True
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ran": self.ran,
+            "ids": list(self.ids),
+            "scores": list(self.scores),
+            "ms": self.ms,
+            "note": self.note,
+            **self.details,
+        }
+
+
+def silent(name: str, note: str) -> ChannelResult:
+    return ChannelResult(name, ran=False, note=note)
+
+
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0
+
+
+# -- semantic ------------------------------------------------------------------
+
+
+def semantic(store: BankStore, vector: np.ndarray, k: int, scope: Scope) -> ChannelResult:
+    """LanceDB nearest neighbours by cosine; score = cosine similarity."""
+    t0 = time.perf_counter()
+    hits = store.vectors.search(vector, k, scope.lance_where())
+    return ChannelResult(
+        "semantic",
+        [h.id for h in hits],
+        [h.similarity for h in hits],
+        _ms(t0),
+        "" if hits else "no unit in scope",
+    )
+
+
+# -- lexical -------------------------------------------------------------------
+
+
+def lexical(store: BankStore, text: str, k: int, scope: Scope) -> ChannelResult:
+    """Tantivy BM25 over the unit text (words only: the text is never query syntax).
+
+    The index knows networks but not status or time, so hits are checked
+    against DuckDB; the search widens until k survive or the index runs out."""
+    t0 = time.perf_counter()
+    if not has_words(text):
+        return ChannelResult("lexical", ms=_ms(t0), note="no words in the query")
+    networks = None if scope.all_networks else list(scope.networks)
+    condition, params = scope.sql("u")
+    con = store.reader()
+    want = k
+    kept: list[tuple[str, float]] = []
+    for _ in range(4):
+        hits = store.lexical.search(text, want, networks)
+        if not hits:
+            break
+        allowed = {
+            r[0]
+            for r in con.execute(
+                f"SELECT u.id FROM units u WHERE u.id IN (SELECT unnest(?)) AND {condition}",
+                [[h.id for h in hits], *params],
+            ).fetchall()
+        }
+        kept = [(h.id, h.score) for h in hits if h.id in allowed]
+        if len(kept) >= k or len(hits) < want:
+            break
+        want *= 4
+    kept = kept[:k]
+    return ChannelResult(
+        "lexical",
+        [i for i, _ in kept],
+        [s for _, s in kept],
+        _ms(t0),
+        "" if kept else "no unit in scope shares a word with the query",
+    )
+
+
+# -- graph ---------------------------------------------------------------------
+
+
+class ScopedNeighbours:
+    """`neighbours(frontier)` for spreading activation: the bank's links (held in
+    memory, see linkgraph.py; retain stores each link in both directions, so
+    following sources reaches every neighbour), keeping only neighbours inside
+    the scope. Scope is checked against DuckDB for each step's new neighbours,
+    so activation never passes through a retracted or filtered-out unit."""
+
+    def __init__(
+        self, store: BankStore, scope: Scope, graph: LinkGraph, entity_fan: bool = False
+    ) -> None:
+        self._entity_fan = entity_fan
+        self._con = store.reader()
+        self._condition, self._params = scope.sql("u")
+        self._graph = graph
+        self._allowed: set[str] = set()
+        self._checked: set[str] = set()
+        self.steps = 0
+        self.edges = 0
+
+    def __call__(self, frontier: Collection[str]) -> list[Edge]:
+        edges = self._graph.neighbours(list(frontier), entity_fan=self._entity_fan)
+        self.steps += 1
+        unchecked = list({e.target for e in edges} - self._checked)
+        if unchecked:
+            self._allowed.update(
+                r[0]
+                for r in self._con.execute(
+                    f"SELECT u.id FROM units u WHERE u.id IN (SELECT unnest(?)) AND {self._condition}",
+                    [unchecked, *self._params],
+                ).fetchall()
+            )
+            self._checked.update(unchecked)
+        kept = [e for e in edges if e.target in self._allowed]
+        self.edges += len(kept)
+        return kept
+
+
+def graph(
+    store: BankStore,
+    seed_hits: Sequence[tuple[str, float]],
+    k: int,
+    scope: Scope,
+    settings: Mapping[str, Any],
+    mu: Mapping[str, float],
+    vector: np.ndarray | None = None,
+) -> tuple[ChannelResult, Activation]:
+    """Spreading activation from the best semantic hits.
+
+    score = activation · ((1 − g) + g · max(similarity to the query, 0)) with
+    g = `recall.graph_relevance` (0: activation alone)."""
+    t0 = time.perf_counter()
+    floor = float(settings["recall.seed_similarity_floor"])
+    seeds = {
+        unit_id: similarity
+        for unit_id, similarity in seed_hits[: int(settings["recall.activation_seeds"])]
+        if similarity >= floor
+    }
+    graph_arrays = link_graph(store)
+    with graph_arrays.lock:
+        t_load = time.perf_counter()
+        state = graph_arrays.refresh(store.reader(), getattr(store, "links_generation", None))
+        load_ms = _ms(t_load)
+        adjacency = ScopedNeighbours(
+            store, scope, graph_arrays, bool(settings["recall.entity_fan"])
+        )
+        activation = spread(
+            seeds,
+            adjacency,
+            decay=float(settings["recall.activation_decay"]),
+            mu=mu,
+            threshold=float(settings["recall.activation_threshold"]),
+            max_steps=int(settings["recall.activation_steps"]),
+            node_budget=int(settings["recall.activation_node_budget"]),
+        )
+    ranked = activation.ranked(include_seeds=bool(settings["recall.graph_include_seeds"]))
+    if settings["recall.graph_beyond_semantic"]:
+        # The graph's vote is for what similarity did not already find: a unit
+        # that is both a semantic hit and a seed's neighbour would vote twice.
+        found = {unit_id for unit_id, _ in seed_hits}
+        ranked = [(n, a) for n, a in ranked if n not in found]
+    relevance = float(settings["recall.graph_relevance"])
+    if relevance > 0 and ranked and vector is not None:
+        # Activation says "close to the best hits"; similarity says "about the
+        # query". Among the many neighbours one seed lights equally, the ones
+        # about the query come first.
+        similarity = _similarities(store, [n for n, _ in ranked], vector)
+        ranked = sorted(
+            (
+                (n, a * ((1 - relevance) + relevance * max(similarity.get(n, 0.0), 0.0)))
+                for n, a in ranked
+            ),
+            key=lambda pair: (-pair[1], pair[0]),
+        )
+    ranked = ranked[:k]
+    if not seeds:
+        note = f"no semantic hit reached the seed floor {floor:g}"
+    elif not ranked:
+        note = f"nothing beyond the seeds was lit (stopped: {activation.stopped})"
+    else:
+        note = f"stopped: {activation.stopped}"
+    result = ChannelResult(
+        "graph",
+        [n for n, _ in ranked],
+        [a for _, a in ranked],
+        _ms(t0),
+        note,
+        details={
+            "activation": [activation.activation[n] for n, _ in ranked],
+            "steps_read": adjacency.steps,
+            "edges_read": adjacency.edges,
+            "links": {"state": state, "ms": load_ms, "edges_held": graph_arrays.edges_held},
+        },
+    )
+    return result, activation
+
+
+def _similarities(store: BankStore, ids: list[str], vector: np.ndarray) -> dict[str, float]:
+    rows = (
+        store.reader()
+        .execute("SELECT id, vector FROM units WHERE id IN (SELECT unnest(?))", [ids])
+        .fetchall()
+    )
+    if not rows:
+        return {}
+    matrix = np.asarray([r[1] for r in rows], dtype=np.float32)
+    sims = matrix @ np.asarray(vector, dtype=np.float32)
+    return {r[0]: float(x) for r, x in zip(rows, sims, strict=True)}
+
+
+# -- temporal ------------------------------------------------------------------
+
+
+def temporal(
+    store: BankStore,
+    vector: np.ndarray,
+    q_start: datetime,
+    q_end: datetime,
+    k: int,
+    scope: Scope,
+    similarity_weight: float,
+) -> ChannelResult:
+    """Units whose occurrence overlaps the query's interval.
+
+    score = (1 − s) · midpoint proximity + s · max(similarity to the query, 0)
+    with s = `similarity_weight`. Proximity alone cannot order the many facts
+    of one day (they share a midpoint), so similarity decides among them; the
+    candidates are the most query-similar of the overlapping units."""
+    t0 = time.perf_counter()
+    where = " AND ".join(
+        part for part in (scope.lance_where(), occurred_where(q_start, q_end)) if part
+    )
+    hits = store.vectors.search(vector, max(4 * k, 200), where)
+    if not hits:
+        return ChannelResult("temporal", ms=_ms(t0), note="no unit in scope occurs in the interval")
+    times = {
+        r[0]: (r[1], r[2])
+        for r in store.reader()
+        .execute(
+            "SELECT id, occurred_start, occurred_end FROM units WHERE id IN (SELECT unnest(?))",
+            [[h.id for h in hits]],
+        )
+        .fetchall()
+    }
+    scored = []
+    for h in hits:
+        start, end = times.get(h.id, (None, None))
+        proximity = interval_proximity(start, end, q_start, q_end)
+        if proximity <= 0:
+            continue
+        score = (1 - similarity_weight) * proximity + similarity_weight * max(h.similarity, 0.0)
+        scored.append((h.id, score))
+    scored.sort(key=lambda pair: (-pair[1], pair[0]))
+    scored = scored[:k]
+    return ChannelResult(
+        "temporal",
+        [i for i, _ in scored],
+        [s for _, s in scored],
+        _ms(t0),
+        f"{len(hits)} overlapping units considered",
+    )

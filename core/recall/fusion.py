@@ -1,0 +1,84 @@
+"""Reciprocal Rank Fusion: channels vote with ranks, never with their raw scores.
+
+    RRF(d) = Σ over channels c that returned d of  weight_c / (k + rank_c(d))
+
+rank is 1-based. A unit missing from a channel gets nothing from it, so raw
+scores on different scales (cosine, BM25, activation, proximity) never need
+calibrating, and scaling any channel's scores changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Contribution:
+    rank: int
+    value: float
+
+
+@dataclass
+class Fused:
+    id: str
+    score: float
+    contributions: dict[str, Contribution] = field(default_factory=dict)
+    rank: int = 0
+
+    @property
+    def best_rank(self) -> int:
+        return min(c.rank for c in self.contributions.values())
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "rank": self.rank,
+            "score": self.score,
+            "contributions": {
+                channel: {"rank": c.rank, "value": c.value}
+                for channel, c in self.contributions.items()
+            },
+        }
+
+
+def rrf(
+    ranked: Mapping[str, Sequence[str]],
+    k: float = 60,
+    weights: Mapping[str, float] | None = None,
+) -> list[Fused]:
+    """Fuse ranked id lists (channel -> ids, best first) into one list, best first.
+
+    An id repeated within one list counts at its first (best) place. Ties are
+    broken by the best single rank, then by how many channels agree, then by id,
+    so equal inputs always give the same order."""
+    if k < 0:
+        raise ValueError(f"the RRF constant k must be >= 0, got {k}")
+    fused: dict[str, Fused] = {}
+    for channel, ids in ranked.items():
+        weight = 1.0 if weights is None else float(weights.get(channel, 1.0))
+        if weight <= 0:
+            continue
+        seen: set[str] = set()
+        for position, unit_id in enumerate(ids, start=1):
+            if unit_id in seen:
+                continue
+            seen.add(unit_id)
+            value = weight / (k + position)
+            entry = fused.setdefault(unit_id, Fused(unit_id, 0.0))
+            entry.contributions[channel] = Contribution(position, value)
+    for entry in fused.values():
+        # Summed in a fixed order so equal inputs give bit-equal scores.
+        entry.score = sum(c.value for _, c in sorted(entry.contributions.items()))
+    ordered = sorted(
+        fused.values(),
+        key=lambda f: (-f.score, f.best_rank, -len(f.contributions), f.id),
+    )
+    for position, entry in enumerate(ordered, start=1):
+        entry.rank = position
+    return ordered
+
+
+def rank_by_score(scores: Mapping[str, float]) -> list[str]:
+    """Ids by raw score, highest first (ties by id): how a channel turns scores into ranks."""
+    return [i for i, _ in sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))]

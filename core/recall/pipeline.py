@@ -1,0 +1,503 @@
+"""recall(bank, query, budget): four channels in parallel, fused, reranked, packed.
+
+    query ─┬─ lexical (BM25) ─────────────────────────────┐
+           ├─ embed ─ semantic ─ graph (activation) ──────┤
+           └─ time expression ─ temporal ─────────────────┴─ RRF ─ rerank ─ pack
+
+Every stage writes into the trace (core/recall/trace.py documents its
+layout), so a person can see why each fact was returned and why others were
+not. Nothing here writes to the bank.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.recall import channels as ch
+from core.recall.activation import Activation
+from core.recall.diversity import mmr
+from core.recall.fusion import rrf
+from core.recall.packing import TOKEN_COUNTS, pack, spread_sources
+from core.recall.rerank import (
+    Candidate,
+    CrossEncoderReranker,
+    FusionOrder,
+    HeuristicReranker,
+    RerankContext,
+    Reranker,
+)
+from core.recall.result import RecallItem, RecallResult
+from core.recall.settings import CHANNELS, LEVELS, mu, resolve
+from core.recall.trace import iso, new_trace
+from core.store.bank_store import utcnow
+from core.store.units import get_units, get_vectors
+from core.types import InvalidInputError, Network, Unit, UnitStatus
+
+if TYPE_CHECKING:
+    from core.bank import Bank
+
+# A query is cut before the parts that cannot use more: the embedding model
+# reads 256 word pieces (~1,000 characters of English), BM25 its first 64 terms.
+MAX_EMBED_CHARS = 2000
+MAX_LEXICAL_CHARS = 10_000
+MAX_TIME_CHARS = 1000
+MAX_RERANK_CHARS = 2000
+MAX_TRACE_QUERY_CHARS = 2000
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    # One shared pool: starting threads per recall would cost more than a channel.
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall")
+        return _pool
+
+
+def recall(
+    bank: Bank,
+    query: str,
+    budget_tokens: int = 1024,
+    networks: Network | str | Sequence[Network | str] | None = None,
+    now: datetime | None = None,
+    level: str = "mid",
+    reranker: Reranker | str | None = None,
+    channels: Sequence[str] | None = None,
+    *,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    observation_budget: int = 0,
+    settings: Mapping[str, Any] | None = None,
+) -> RecallResult:
+    """Recall what `bank` holds about `query`, packed into `budget_tokens`.
+
+    - networks: limit to these networks (default all four); an empty list recalls nothing.
+    - now: the reference time for relative expressions in the query (default:
+      the bank's latest activity).
+    - level: low | mid | high — candidates each channel returns (20 / 50 / 150).
+    - reranker: a `Reranker`, "heuristic", "none" (fused order), or None for the
+      bank's choice (a cross-encoder when `recall.cross_encoder_path` names one).
+    - channels: a subset of semantic, lexical, graph, temporal (default all).
+    - start / end: only facts whose occurrence overlaps [start, end), in every channel.
+    - observation_budget: tokens for the observations (entity profiles) of the
+      entities in the packed facts, on top of `budget_tokens` (default 0: none).
+    - settings: overrides of `recall.*` settings for this call.
+    """
+    t_start = time.perf_counter()
+    query = _check_query(query)
+    budget = _check_budget(budget_tokens, "budget_tokens")
+    obs_budget = _check_budget(observation_budget, "observation_budget")
+    if level not in LEVELS:
+        raise InvalidInputError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    nets = _check_networks(networks)
+    wanted = _check_channels(channels)
+    now = _naive_utc(now, "now")
+    start = _naive_utc(start, "start")
+    end = _naive_utc(end, "end")
+    try:
+        cfg = resolve(bank.config, settings)
+    except (KeyError, ValueError, TypeError) as error:
+        raise InvalidInputError(str(error)) from None
+    ranker = _choose_reranker(reranker, cfg)
+    k = LEVELS[level]
+    scope = ch.Scope(nets, start, end)
+    store = bank.store
+
+    if now is not None:
+        reference, reference_source = now, "now"
+    else:
+        latest = _latest_activity(store)
+        reference, reference_source = (latest, "latest activity") if latest else (utcnow(), "clock")
+
+    trace = new_trace(
+        query=query[:MAX_TRACE_QUERY_CHARS],
+        query_chars=len(query),
+        budget=budget,
+        level=level,
+        candidates_per_channel=k,
+        networks=list(nets),
+        filters={"start": iso(start), "end": iso(end)},
+        now=iso(now),
+        reference_time=iso(reference),
+        reference_source=reference_source,
+        settings=dict(cfg),
+        channels_requested=list(wanted),
+    )
+    trace["rerank"]["name"] = ranker.name
+    trace["packing"]["budget"] = budget
+    trace["observations"]["budget"] = obs_budget
+    timings: dict[str, float] = {}
+    trace["timings_ms"] = timings
+
+    def finish(items=(), observations=(), used=0) -> RecallResult:
+        timings["total"] = _ms(t_start)
+        timings["total_excluding_embedding"] = timings["total"] - timings.get("embed", 0.0)
+        return RecallResult(
+            query=query,
+            items=tuple(items),
+            reranker=ranker.name,
+            trace=trace,
+            budget=budget,
+            tokens_used=used,
+            observations=tuple(observations),
+        )
+
+    if not nets:
+        trace["notes"].append("no networks selected: nothing to recall")
+        return finish()
+    if not ch.has_words(query):
+        trace["notes"].append("the query has no letters or digits: nothing to recall")
+        return finish()
+
+    # -- channels ---------------------------------------------------------------
+    pool = _executor()
+    results: dict[str, ch.ChannelResult] = {}
+    activation: Activation | None = None
+    t_channels = time.perf_counter()
+    lexical_future: Future | None = None
+    if "lexical" in wanted:
+        lexical_future = pool.submit(ch.lexical, store, query[:MAX_LEXICAL_CHARS], k, scope)
+
+    needs_vector = bool({"semantic", "graph", "temporal"} & set(wanted))
+    vector: np.ndarray | None = None
+    if needs_vector:
+        t0 = time.perf_counter()
+        vector = bank.engine.embedder.embed_one(query[:MAX_EMBED_CHARS])
+        timings["embed"] = _ms(t0)
+
+    semantic_future: Future | None = None
+    if vector is not None and {"semantic", "graph"} & set(wanted):
+        semantic_future = pool.submit(
+            _semantic_and_graph, store, vector, k, scope, cfg, "graph" in wanted
+        )
+
+    interval = None
+    if "temporal" in wanted:
+        t0 = time.perf_counter()
+        interval, why = _parse_interval(query[:MAX_TIME_CHARS], reference)
+        timings["parse_time"] = _ms(t0)
+        if interval is None:
+            results["temporal"] = ch.silent("temporal", why)
+        else:
+            trace["interval"] = {
+                "start": iso(interval.start),
+                "end": iso(interval.end),
+                "text": getattr(interval, "text", ""),
+            }
+            results["temporal"] = ch.temporal(
+                store,
+                vector,
+                interval.start,
+                interval.end,
+                k,
+                scope,
+                float(cfg["recall.temporal_similarity_weight"]),
+            )
+            results["temporal"].ms += timings["parse_time"]
+
+    if lexical_future is not None:
+        results["lexical"] = lexical_future.result()
+    if semantic_future is not None:
+        semantic_result, graph_result, activation = semantic_future.result()
+        if "semantic" in wanted:
+            results["semantic"] = semantic_result
+        if graph_result is not None:
+            results["graph"] = graph_result
+    # Wall time of the four channels together, the query embedding not counted.
+    timings["channels"] = _ms(t_channels) - timings.get("embed", 0.0)
+    for name in CHANNELS:
+        if name in results:
+            timings[name] = results[name].ms
+    trace["channels"] = {name: results[name].to_dict() for name in CHANNELS if name in results}
+    trace["activation"] = activation.to_dict() if activation is not None else None
+
+    # -- fusion -----------------------------------------------------------------
+    t0 = time.perf_counter()
+    fused = rrf(
+        {name: results[name].ids for name in CHANNELS if name in results and results[name].ran},
+        k=float(cfg["recall.rrf_k"]),
+        weights={name: float(cfg[f"recall.weight_{name}"]) for name in CHANNELS},
+    )
+    trace["fused"] = [f.to_dict() for f in fused]
+    timings["fusion"] = _ms(t0)
+    if not fused:
+        trace["notes"].append("no channel returned anything")
+        return finish()
+
+    # -- rerank -----------------------------------------------------------------
+    t0 = time.perf_counter()
+    units = get_units(store.reader(), [f.id for f in fused])
+    timings["load"] = _ms(t0)
+    candidates = [
+        Candidate(
+            unit_id=f.id,
+            text=units[f.id].text,
+            network=units[f.id].network.value,
+            fused_score=f.score,
+            fused_rank=f.rank,
+            occurred_start=units[f.id].occurred_start,
+            occurred_end=units[f.id].occurred_end,
+            mentioned_at=units[f.id].mentioned_at,
+            channels={name: c.rank for name, c in f.contributions.items()},
+        )
+        for f in fused
+        if f.id in units and units[f.id].status == UnitStatus.ACTIVE
+    ]
+    t0 = time.perf_counter()
+    context = RerankContext(
+        now=reference,
+        interval_start=interval.start if interval is not None else None,
+        interval_end=interval.end if interval is not None else None,
+    )
+    scores = ranker.score(query[:MAX_RERANK_CHARS], candidates, context)
+    if len(scores) != len(candidates):
+        raise RuntimeError(f"reranker {ranker.name} returned {len(scores)} scores")
+    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].fused_rank))
+    lam = float(cfg["recall.diversity"])
+    if lam > 0 and len(order) > 1:
+        head = order[: int(cfg["recall.diversity_candidates"])]
+        vectors = get_vectors(store.reader(), [candidates[i].unit_id for i in head])
+        matrix = np.stack([vectors[candidates[i].unit_id] for i in head])
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        picked = mmr([scores[i] for i in head], matrix, lam)
+        order = [head[j] for j in picked] + order[len(head) :]
+    window = int(cfg["recall.source_diversity_window"])
+    if window > 1:
+        spread = spread_sources([units[candidates[i].unit_id].source_ids for i in order], window)
+        order = [order[j] for j in spread]
+    ranked = [candidates[i] for i in order]
+    ranked_scores = [float(scores[i]) for i in order]
+    trace["rerank"].update(
+        ms=_ms(t0),
+        scores=[
+            {"id": c.unit_id, "score": float(s), "fused_rank": c.fused_rank}
+            for c, s in zip(candidates, scores, strict=True)
+        ],
+        order=[c.unit_id for c in ranked],
+    )
+    timings["rerank"] = trace["rerank"]["ms"]
+
+    # -- packing ----------------------------------------------------------------
+    t0 = time.perf_counter()
+    tokens = TOKEN_COUNTS.count(bank.engine.embedder, [c.text for c in ranked])
+    packed = pack(tokens, budget)
+    items = [
+        _item(units[ranked[i].unit_id], ranked_scores[i], tokens[i], i + 1) for i in packed.taken
+    ]
+    trace["packing"].update(
+        order=[c.unit_id for c in ranked],
+        tokens={c.unit_id: n for c, n in zip(ranked, tokens, strict=True)},
+        packed=[item.unit_id for item in items],
+        skipped=[
+            {
+                "id": ranked[i].unit_id,
+                "tokens": tokens[i],
+                "left": _left_at(tokens, packed.taken, i, budget),
+            }
+            for i in packed.skipped
+        ],
+        tokens_used=packed.used,
+    )
+    timings["packing"] = _ms(t0)
+
+    observations: list[RecallItem] = []
+    if obs_budget > 0 and items:
+        t0 = time.perf_counter()
+        observations = _observations(bank, items, obs_budget, trace)
+        timings["observations"] = _ms(t0)
+    return finish(items, observations, packed.used)
+
+
+def _semantic_and_graph(store, vector, k, scope, cfg, want_graph):
+    semantic_result = ch.semantic(store, vector, k, scope)
+    if not want_graph:
+        return semantic_result, None, None
+    seed_hits = list(zip(semantic_result.ids, semantic_result.scores, strict=True))
+    graph_result, activation = ch.graph(store, seed_hits, k, scope, cfg, mu(cfg), vector)
+    return semantic_result, graph_result, activation
+
+
+def _parse_interval(text: str, reference: datetime):
+    try:
+        from core.timeparse import query_interval
+    except ImportError:
+        return None, "time parsing is not available"
+    try:
+        interval = query_interval(text, reference)
+    except Exception as error:  # a parser failure must not fail the whole recall
+        return None, f"could not read a time in the query ({type(error).__name__})"
+    if interval is None:
+        return None, "no time expression in the query"
+    return interval, ""
+
+
+def _latest_activity(store) -> datetime | None:
+    mentioned, occurred = (
+        store.reader()
+        .execute(
+            "SELECT max(mentioned_at), max(coalesce(occurred_end, occurred_start))"
+            " FROM units WHERE status = ?",
+            [UnitStatus.ACTIVE.value],
+        )
+        .fetchall()[0]
+    )
+    # The latest conversation is "now" for the bank; occurrence times can lie in
+    # the future (plans), so they count only when nothing records a mention time.
+    return mentioned or occurred
+
+
+def _item(unit: Unit, score: float, tokens: int, rank: int) -> RecallItem:
+    return RecallItem(
+        unit_id=unit.id,
+        network=unit.network.value,
+        text=unit.text,
+        score=score,
+        tokens=tokens,
+        source_ids=tuple(unit.source_ids),
+        occurred_start=unit.occurred_start,
+        occurred_end=unit.occurred_end,
+        confidence=unit.confidence,
+        entity_ids=tuple(unit.entity_ids),
+        rank=rank,
+    )
+
+
+def _left_at(tokens: Sequence[int], taken: Sequence[int], index: int, budget: int) -> int:
+    return budget - sum(tokens[i] for i in taken if i < index)
+
+
+def _observations(
+    bank: Bank, items: list[RecallItem], budget: int, trace: dict
+) -> list[RecallItem]:
+    """Observations of the entities the packed facts mention, the most mentioned
+    entities first, greedily under their own budget."""
+    counts: dict[str, int] = {}
+    for item in items:
+        for entity in item.entity_ids:
+            counts[entity] = counts.get(entity, 0) + 1
+    if not counts:
+        return []
+    entities = sorted(counts, key=lambda e: (-counts[e], e))
+    con = bank.store.reader()
+    rows = con.execute(
+        "SELECT m.entity_id, u.id FROM mentions m JOIN units u ON u.id = m.unit_id"
+        " WHERE m.entity_id IN (SELECT unnest(?)) AND u.network = ? AND u.status = ?",
+        [entities, Network.OBSERVATION.value, UnitStatus.ACTIVE.value],
+    ).fetchall()
+    by_entity: dict[str, list[str]] = {}
+    for entity, unit_id in rows:
+        by_entity.setdefault(entity, []).append(unit_id)
+    packed_ids = {item.unit_id for item in items}
+    order: list[str] = []
+    for entity in entities:
+        for unit_id in sorted(by_entity.get(entity, ())):
+            if unit_id not in packed_ids and unit_id not in order:
+                order.append(unit_id)
+    if not order:
+        return []
+    units = get_units(con, order)
+    order = [u for u in order if u in units]
+    tokens = TOKEN_COUNTS.count(bank.engine.embedder, [units[u].text for u in order])
+    packed = pack(tokens, budget)
+    trace["observations"].update(
+        packed=[order[i] for i in packed.taken],
+        skipped=[order[i] for i in packed.skipped],
+        tokens_used=packed.used,
+        tokens={u: n for u, n in zip(order, tokens, strict=True)},
+    )
+    return [_item(units[order[i]], 0.0, tokens[i], n + 1) for n, i in enumerate(packed.taken)]
+
+
+def _choose_reranker(reranker: Reranker | str | None, cfg: Mapping[str, Any]) -> Reranker:
+    if reranker is None:
+        path = str(cfg.get("recall.cross_encoder_path") or "")
+        if path:
+            return CrossEncoderReranker(path)
+        reranker = "heuristic"
+    if isinstance(reranker, str):
+        if reranker == "heuristic":
+            return HeuristicReranker(
+                time_weight=float(cfg["recall.rerank_time_weight"]),
+                recency_weight=float(cfg["recall.rerank_recency_weight"]),
+                half_life_days=float(cfg["recall.rerank_half_life_days"]),
+            )
+        if reranker == "none":
+            return FusionOrder()
+        raise InvalidInputError(
+            f"unknown reranker {reranker!r}: use 'heuristic', 'none' or a Reranker object"
+        )
+    if not isinstance(reranker, Reranker):
+        raise InvalidInputError("a reranker needs a `name` and a `score` method")
+    return reranker
+
+
+def _check_query(query: Any) -> str:
+    if not isinstance(query, str):
+        raise InvalidInputError(f"a recall query must be text, got {type(query).__name__}")
+    query = query.strip()
+    if not query:
+        raise InvalidInputError("a recall query cannot be empty")
+    return query
+
+
+def _check_budget(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise InvalidInputError(f"{name} must be a whole number of tokens >= 0, got {value!r}")
+    return int(value)
+
+
+def _check_networks(networks: Any) -> tuple[str, ...]:
+    if networks is None:
+        return ch.ALL_NETWORKS
+    if isinstance(networks, str):
+        networks = [networks]
+    out: list[str] = []
+    for n in networks:
+        try:
+            value = Network(n).value
+        except ValueError:
+            raise InvalidInputError(
+                f"unknown network {n!r}; choose from {', '.join(ch.ALL_NETWORKS)}"
+            ) from None
+        if value not in out:
+            out.append(value)
+    return tuple(out)
+
+
+def _check_channels(channels: Any) -> tuple[str, ...]:
+    if channels is None:
+        return CHANNELS
+    if isinstance(channels, str):
+        channels = [channels]
+    unknown = [c for c in channels if c not in CHANNELS]
+    if unknown:
+        raise InvalidInputError(
+            f"unknown channel {unknown[0]!r}; choose from {', '.join(CHANNELS)}"
+        )
+    if not channels:
+        raise InvalidInputError("choose at least one channel")
+    return tuple(c for c in CHANNELS if c in channels)
+
+
+def _naive_utc(value: datetime | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{name} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0

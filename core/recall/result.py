@@ -1,0 +1,87 @@
+"""What recall hands back: the packed facts and the trace of how they were chosen."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RecallItem:
+    """One packed fact. `score` is the final (reranked) score, `rank` its 1-based place."""
+
+    unit_id: str
+    network: str
+    text: str
+    score: float
+    tokens: int
+    source_ids: tuple[str, ...] = ()
+    occurred_start: datetime | None = None
+    occurred_end: datetime | None = None
+    confidence: float | None = None
+    entity_ids: tuple[str, ...] = ()
+    rank: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "unit_id": self.unit_id,
+            "network": self.network,
+            "text": self.text,
+            "score": self.score,
+            "tokens": self.tokens,
+            "source_ids": list(self.source_ids),
+            "occurred_start": _iso(self.occurred_start),
+            "occurred_end": _iso(self.occurred_end),
+            "confidence": self.confidence,
+            "entity_ids": list(self.entity_ids),
+            "rank": self.rank,
+        }
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """`items` fit `budget` tokens together; `observations` (entity profiles) have
+    their own budget. `trace` is plain JSON-serialisable data (see core/recall/trace.py)."""
+
+    query: str
+    items: tuple[RecallItem, ...]
+    reranker: str
+    trace: dict[str, Any]
+    budget: int
+    tokens_used: int
+    observations: tuple[RecallItem, ...] = field(default=())
+
+    @property
+    def unit_ids(self) -> list[str]:
+        return [item.unit_id for item in self.items]
+
+    @property
+    def source_ids(self) -> set[str]:
+        """Every source turn id behind the packed facts."""
+        return {s for item in self.items for s in item.source_ids}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "budget": self.budget,
+            "tokens_used": self.tokens_used,
+            "reranker": self.reranker,
+            "items": [item.to_dict() for item in self.items],
+            "observations": [item.to_dict() for item in self.observations],
+            "trace": self.trace,
+        }
+
+    def to_json(self, indent: int | None = None, trace: bool = True) -> str:
+        data = self.to_dict()
+        if not trace:
+            data.pop("trace")
+        return json.dumps(data, indent=indent, ensure_ascii=False)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None

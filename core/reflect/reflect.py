@@ -1,0 +1,302 @@
+"""reflect and compare: recall, verbalise Θ, answer, form opinions.
+
+    query ─ recall ─┬─ Θ₁ ─ answer ─ opinions (structured) ─┐
+                    ├─ Θ₂ ─ answer ─ opinions ───────────────┼─ plan against the bank's opinions
+                    └─ …                                     ┘
+
+`reflect` is one column of that picture and commits by default; `compare`
+answers 2–4 dispositions on the *same* recalled evidence in parallel and
+commits nothing; `commit_reflection` keeps one later. Without a reachable
+language model each column is the extractive reflection (core/reflect/offline.py),
+and every reflection says which mode produced it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from core.providers.llm import LanguageModel, LanguageModelError
+from core.reflect import offline, store
+from core.reflect.disposition import system_prompt
+from core.reflect.formation import ProposedOpinion, ask_opinions, plan_opinions
+from core.reflect.prompt import answer_prompt, evidence_from
+from core.reflect.values import (
+    OFFLINE_MODE,
+    Comparison,
+    Evidence,
+    Reflection,
+    ReflectionError,
+    llm_mode,
+)
+from core.store.bank_store import utcnow
+from core.store.units import get_units
+from core.types import BankProfile, Change, Disposition, InvalidInputError, new_id
+
+if TYPE_CHECKING:
+    from core.bank import Bank
+    from core.recall.result import RecallResult
+
+MIN_COMPARE = 2
+MAX_COMPARE = 4
+# Entity profiles get this share of the token budget, on top of the facts.
+OBSERVATION_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every disposition of one reflect or compare shares."""
+
+    query: str
+    profile: BankProfile
+    evidence: tuple[Evidence, ...]
+    recall: RecallResult
+    budget_tokens: int
+    now: datetime | None
+    lm: LanguageModel | None
+    model: str
+    notes: tuple[str, ...]
+
+
+def _prepare(
+    bank: Bank,
+    query: str,
+    budget_tokens: int,
+    llm: LanguageModel | None,
+    now: datetime | None,
+) -> tuple[_Context, bool]:
+    """Recall once and decide the mode. Returns the context and whether the
+    language model was created here (and so must be closed here)."""
+    if not isinstance(budget_tokens, int) or budget_tokens <= 0:
+        raise InvalidInputError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
+    result = bank.recall(
+        query,
+        budget_tokens=budget_tokens,
+        now=now,
+        observation_budget=int(budget_tokens * OBSERVATION_SHARE),
+    )
+    items = [*result.items, *result.observations]
+    units = get_units(bank.store.reader(), [i.unit_id for i in items])
+    evidence = tuple(evidence_from(items, units))
+    owned = llm is None
+    lm = llm if llm is not None else bank.engine.language_model()
+    notes: tuple[str, ...] = ()
+    if lm is None:
+        notes = ("no language model is chosen (Settings): the reflection is extractive",)
+    elif not lm.available():
+        notes = (
+            f"language model '{lm.name}' is not reachable at {lm.host}: "
+            "the reflection is extractive",
+        )
+        if owned:
+            lm.close()
+        lm, owned = None, False
+    context = _Context(
+        query=query,
+        profile=bank.profile(),
+        evidence=evidence,
+        recall=result,
+        budget_tokens=budget_tokens,
+        now=now,
+        lm=lm,
+        model=lm.name if lm is not None else "",
+        notes=notes,
+    )
+    return context, owned and lm is not None
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """One disposition's model output, before planning against the bank."""
+
+    answer: str
+    proposals: list[ProposedOpinion]
+    opinion_error: str | None
+    system: str
+    prompt: str
+
+
+def _answer(ctx: _Context, disposition: Disposition) -> _Answered:
+    """Ask the model for the answer, then for the opinions. Network only: safe in a thread.
+
+    A failed answer raises ReflectionError; failed opinions leave the answer and
+    say why in `opinion_error`."""
+    assert ctx.lm is not None
+    system = system_prompt(ctx.profile, disposition)
+    prompt = answer_prompt(ctx.query, ctx.evidence, ctx.now)
+    try:
+        answer = ctx.lm.chat(system, prompt)
+    except LanguageModelError as error:
+        raise ReflectionError(f"no answer: {error}", error.kind) from None
+    proposals: list[ProposedOpinion] = []
+    opinion_error = None
+    if ctx.evidence:
+        try:
+            proposals = ask_opinions(
+                ctx.lm, ctx.profile, disposition, ctx.query, answer, ctx.evidence
+            )
+        except LanguageModelError as error:
+            opinion_error = f"no opinions formed: {error}"
+    return _Answered(answer, proposals, opinion_error, system, prompt)
+
+
+def _llm_reflection(
+    bank: Bank, ctx: _Context, disposition: Disposition, answered: _Answered
+) -> Reflection:
+    planned, vectors = plan_opinions(bank, answered.proposals, ctx.query)
+    return Reflection(
+        id=new_id(),
+        query=ctx.query,
+        disposition=disposition,
+        answer=answered.answer,
+        mode=llm_mode(ctx.model),
+        model=ctx.model,
+        created_at=utcnow(),
+        evidence=ctx.evidence,
+        opinions=tuple(planned),
+        system_prompt=answered.system,
+        prompt=answered.prompt,
+        budget_tokens=ctx.budget_tokens,
+        opinion_error=answered.opinion_error,
+        notes=ctx.notes,
+        recall=ctx.recall,
+        vectors=vectors,
+    )
+
+
+def _offline_reflection(ctx: _Context, disposition: Disposition) -> Reflection:
+    selected, left_out = offline.select(ctx.query, ctx.evidence, disposition)
+    return Reflection(
+        id=new_id(),
+        query=ctx.query,
+        disposition=disposition,
+        answer=offline.summary(ctx.query, disposition, selected, left_out),
+        mode=OFFLINE_MODE,
+        model="",
+        created_at=utcnow(),
+        evidence=tuple(s.evidence for s in selected),
+        system_prompt=system_prompt(ctx.profile, disposition),
+        budget_tokens=ctx.budget_tokens,
+        notes=ctx.notes,
+        left_out=tuple(left_out),
+        recall=ctx.recall,
+    )
+
+
+def _failed(ctx: _Context, disposition: Disposition, error: ReflectionError) -> Reflection:
+    return Reflection(
+        id=new_id(),
+        query=ctx.query,
+        disposition=disposition,
+        answer="",
+        mode=llm_mode(ctx.model),
+        model=ctx.model,
+        created_at=utcnow(),
+        evidence=ctx.evidence,
+        system_prompt=system_prompt(ctx.profile, disposition),
+        budget_tokens=ctx.budget_tokens,
+        error=str(error),
+        notes=ctx.notes,
+        recall=ctx.recall,
+    )
+
+
+def reflect(
+    bank: Bank,
+    query: str,
+    disposition: Disposition | None = None,
+    budget_tokens: int = 4096,
+    commit: bool = True,
+    llm: LanguageModel | None = None,
+    *,
+    now: datetime | None = None,
+) -> Reflection:
+    """Answer `query` from the bank under Θ (default: the bank's own) and, with
+    `commit`, keep the reflection and apply the opinions it forms.
+
+    Raises ReflectionError when the language model gives no answer (nothing is
+    written). When it answers but gives no usable opinions, the reflection says
+    why in `opinion_error` and forms none."""
+    disposition = disposition or bank.profile().disposition
+    ctx, owned = _prepare(bank, query, budget_tokens, llm, now)
+    try:
+        if ctx.lm is None:
+            reflection = _offline_reflection(ctx, disposition)
+        else:
+            reflection = _llm_reflection(bank, ctx, disposition, _answer(ctx, disposition))
+    finally:
+        if owned and ctx.lm is not None:
+            ctx.lm.close()
+    if commit:
+        with _commit_lock:
+            return store.commit(bank, reflection)[1]
+    return reflection
+
+
+def compare(
+    bank: Bank,
+    query: str,
+    dispositions: Sequence[Disposition],
+    budget_tokens: int = 4096,
+    llm: LanguageModel | None = None,
+    *,
+    now: datetime | None = None,
+) -> Comparison:
+    """The same recalled evidence answered under each disposition, in parallel.
+
+    Commits nothing: each reflection carries the opinions it would form, and
+    `commit_reflection` keeps the chosen one. A disposition the model failed
+    for comes back with `error` set rather than sinking the others."""
+    dispositions = list(dispositions)
+    if not MIN_COMPARE <= len(dispositions) <= MAX_COMPARE:
+        raise InvalidInputError(
+            f"compare takes {MIN_COMPARE} to {MAX_COMPARE} dispositions, got {len(dispositions)}"
+        )
+    if not all(isinstance(d, Disposition) for d in dispositions):
+        raise InvalidInputError("compare takes Disposition values")
+    ctx, owned = _prepare(bank, query, budget_tokens, llm, now)
+    try:
+        if ctx.lm is None:
+            reflections = [_offline_reflection(ctx, d) for d in dispositions]
+        else:
+            # The model calls run in parallel; planning reads the bank and the
+            # embedder, so it runs here, one disposition after the other.
+            with ThreadPoolExecutor(
+                max_workers=len(dispositions), thread_name_prefix="reflect"
+            ) as pool:
+                futures = [pool.submit(_answer, ctx, d) for d in dispositions]
+                outcomes = []
+                for future in futures:
+                    try:
+                        outcomes.append(future.result())
+                    except ReflectionError as error:
+                        outcomes.append(error)
+            reflections = [
+                _failed(ctx, d, out)
+                if isinstance(out, ReflectionError)
+                else _llm_reflection(bank, ctx, d, out)
+                for d, out in zip(dispositions, outcomes, strict=True)
+            ]
+    finally:
+        if owned and ctx.lm is not None:
+            ctx.lm.close()
+    return Comparison(query=query, reflections=tuple(reflections), recall=ctx.recall)
+
+
+# Commits of one bank are serialised so two threads cannot keep the same reflection twice.
+_commit_lock = threading.Lock()
+
+
+def commit_reflection(bank: Bank, reflection: Reflection, *, apply_opinions: bool = True) -> Change:
+    """Keep `reflection`: store its record and apply exactly its opinions.
+
+    Each planned step is re-applied to the opinion as it is now. A reflection
+    is committed once; a second commit is refused with ReflectionError."""
+    if not isinstance(reflection, Reflection):
+        raise InvalidInputError("commit_reflection takes a Reflection")
+    with _commit_lock:
+        return store.commit(bank, reflection, apply_opinions=apply_opinions)[0]

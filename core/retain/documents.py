@@ -1,0 +1,242 @@
+"""Documents in the bank: their identity, storage and the turns behind a unit.
+
+A document is known by its content hash, so the same conversation ingested
+twice is found again (and skipped, or replaced under `force`). Turn ids are the
+documents' own (LoCoMo `dia_id`s repeat across conversations): a unit's
+`source_ids` are resolved within its own document first (`provenance`).
+
+The writers here run inside the ingest's one transaction (write.py); the
+readers take any connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import duckdb
+import pyarrow as pa
+
+from core.retain.report import ChunkFailure
+from core.store.units import delete_units
+from core.types import Document, EngramError, ExtractionMode, InvalidInputError, Turn
+
+# -- identity -----------------------------------------------------------------------------
+
+
+def check_document(document: Document) -> None:
+    name = document.title or document.source_path or "the document"
+    if not any(t.text.strip() for t in document.turns):
+        raise InvalidInputError(f"{name}: no turns to retain")
+    ids = [t.id for t in document.turns]
+    if len(set(ids)) != len(ids) or not all(ids):
+        raise InvalidInputError(f"{name}: every turn needs an id of its own")
+
+
+def content_hash(document: Document) -> str:
+    """The document's content hash, derived from its turns when the importer gave none."""
+    if document.content_hash:
+        return document.content_hash
+    canonical = json.dumps(
+        [
+            [t.id, t.speaker, t.text, t.timestamp.isoformat() if t.timestamp else None, t.session]
+            for t in document.turns
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def stored_with_hash(con: duckdb.DuckDBPyConnection, digest: str) -> tuple | None:
+    """The (id,) row of the document already stored with this content hash, if any."""
+    return con.execute(
+        "SELECT id FROM documents WHERE content_hash = ? ORDER BY created_at LIMIT 1",
+        [digest],
+    ).fetchone()
+
+
+def new_document_id(con: duckdb.DuckDBPyConnection, document: Document, digest: str) -> str:
+    """The importer's id, unless another document holds it: then the hash's prefix."""
+    candidate = document.id or digest[:16]
+    taken = con.execute("SELECT 1 FROM documents WHERE id = ?", [candidate]).fetchone()
+    return digest[:16] if taken and candidate != digest[:16] else candidate
+
+
+def units_of(con: duckdb.DuckDBPyConnection, document_id: str) -> list[str]:
+    rows = con.execute("SELECT id FROM units WHERE document_id = ?", [document_id]).fetchall()
+    return [r[0] for r in rows]
+
+
+# -- writes (inside the ingest's transaction) ---------------------------------------------
+
+
+def insert_document(
+    con: duckdb.DuckDBPyConnection,
+    document_id: str,
+    document: Document,
+    digest: str,
+    now: datetime,
+    mode: ExtractionMode,
+    model: str,
+) -> None:
+    con.execute(
+        "INSERT INTO documents (id, title, source_path, content_hash, format, created_at,"
+        " extraction_mode, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            document_id,
+            document.title or "conversation",
+            document.source_path or None,
+            digest,
+            document.format or None,
+            now,
+            str(mode),
+            model,
+        ],
+    )
+
+
+def remove_document(
+    con: duckdb.DuckDBPyConnection, document_id: str, unit_ids: list[str]
+) -> list[str]:
+    """Everything a previous ingest of the document wrote (for force)."""
+    removed = delete_units(con, unit_ids)
+    if removed:
+        con.execute("DELETE FROM opinion_events WHERE opinion_id IN (SELECT unnest(?))", [removed])
+        con.execute(
+            "DELETE FROM observation_sources WHERE unit_id IN (SELECT unnest(?))", [removed]
+        )
+    con.execute("DELETE FROM turns WHERE document_id = ?", [document_id])
+    con.execute("DELETE FROM ingest_failures WHERE document_id = ?", [document_id])
+    con.execute("DELETE FROM documents WHERE id = ?", [document_id])
+    return removed
+
+
+def insert_turns(con: duckdb.DuckDBPyConnection, document_id: str, turns: Sequence[Turn]) -> None:
+    table = pa.table(
+        {
+            "document_id": pa.array([document_id] * len(turns), pa.string()),
+            "id": pa.array([t.id for t in turns], pa.string()),
+            "idx": pa.array([t.index if t.index else i for i, t in enumerate(turns)], pa.int32()),
+            "speaker": pa.array([t.speaker for t in turns], pa.string()),
+            "text": pa.array([t.text for t in turns], pa.string()),
+            "timestamp": pa.array([t.timestamp for t in turns], pa.timestamp("us")),
+            "session": pa.array([t.session or None for t in turns], pa.string()),
+        }
+    )
+    con.register("_new_turns", table)
+    try:
+        con.execute("INSERT INTO turns BY NAME SELECT * FROM _new_turns")
+    finally:
+        con.unregister("_new_turns")
+
+
+def write_failures(
+    con: duckdb.DuckDBPyConnection, failures: Sequence[ChunkFailure], now: datetime
+) -> None:
+    if not failures:
+        return
+    table = pa.table(
+        {
+            "document_id": pa.array([f.document_id for f in failures], pa.string()),
+            "turn_ids": pa.array([list(f.turn_ids) for f in failures], pa.list_(pa.string())),
+            "reason": pa.array([f.reason for f in failures], pa.string()),
+            "recorded_at": pa.array([now] * len(failures), pa.timestamp("us")),
+        }
+    )
+    con.register("_failures", table)
+    try:
+        con.execute("INSERT INTO ingest_failures BY NAME SELECT * FROM _failures")
+    finally:
+        con.unregister("_failures")
+
+
+# -- reading documents and provenance ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    id: str
+    title: str
+    source_path: str | None
+    content_hash: str
+    format: str | None
+    created_at: datetime
+    extraction_mode: str | None
+    model: str | None
+    turns: int
+    units: int
+
+
+def list_documents(con: duckdb.DuckDBPyConnection) -> list[StoredDocument]:
+    rows = con.execute(
+        "SELECT d.id, d.title, d.source_path, d.content_hash, d.format, d.created_at,"
+        " d.extraction_mode, d.model,"
+        " (SELECT count(*) FROM turns t WHERE t.document_id = d.id),"
+        " (SELECT count(*) FROM units u WHERE u.document_id = d.id)"
+        " FROM documents d ORDER BY d.created_at, d.id"
+    ).fetchall()
+    return [StoredDocument(*r) for r in rows]
+
+
+def document_turns(con: duckdb.DuckDBPyConnection, document_id: str) -> list[Turn]:
+    rows = con.execute(
+        "SELECT id, speaker, text, timestamp, coalesce(session, ''), idx FROM turns"
+        " WHERE document_id = ? ORDER BY idx",
+        [document_id],
+    ).fetchall()
+    return [Turn(*r) for r in rows]
+
+
+def provenance(con: duckdb.DuckDBPyConnection, unit_id: str) -> list[Turn]:
+    """The turns a unit came from, in its source order: a turn id is looked up in
+    the unit's own document first, then in any document (merged duplicates)."""
+    row = con.execute(
+        "SELECT source_ids, document_id FROM units WHERE id = ?", [unit_id]
+    ).fetchone()
+    if row is None:
+        raise EngramError(f"no unit {unit_id!r}")
+    sources, document_id = list(row[0] or ()), row[1]
+    if not sources:
+        return []
+    rows = con.execute(
+        "SELECT id, speaker, text, timestamp, coalesce(session, ''), idx, document_id"
+        " FROM turns WHERE id IN (SELECT unnest(?))"
+        " ORDER BY (document_id IS NOT DISTINCT FROM ?) DESC, document_id, idx",
+        [sources, document_id],
+    ).fetchall()
+    found: dict[str, Turn] = {}
+    for r in rows:
+        found.setdefault(r[0], Turn(*r[:6]))
+    return [found[s] for s in sources if s in found]
+
+
+def failures_of(con: duckdb.DuckDBPyConnection, document_id: str) -> list[ChunkFailure]:
+    rows = con.execute(
+        "SELECT f.document_id, d.title, f.turn_ids, f.reason FROM ingest_failures f"
+        " LEFT JOIN documents d ON d.id = f.document_id WHERE f.document_id = ?"
+        " ORDER BY f.recorded_at",
+        [document_id],
+    ).fetchall()
+    return [ChunkFailure(r[0], r[1] or "", tuple(r[2]), r[3]) for r in rows]
+
+
+__all__ = [
+    "StoredDocument",
+    "check_document",
+    "content_hash",
+    "document_turns",
+    "failures_of",
+    "insert_document",
+    "insert_turns",
+    "list_documents",
+    "new_document_id",
+    "provenance",
+    "remove_document",
+    "stored_with_hash",
+    "units_of",
+    "write_failures",
+]

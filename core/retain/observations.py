@@ -1,0 +1,451 @@
+"""Observations: one neutral profile per entity, regenerated in the background.
+
+Retain never waits for them: it queues an `observation` job (table `jobs`) for
+each entity whose facts changed, at most one queued job per entity.
+`process_jobs` runs the queue later (the studio after an ingest, the CLI at the
+end of `engram ingest`):
+
+- the entity's world and experience facts (never opinions) are gathered;
+- `rules`: an extractive third-person profile — the entity's facts, first
+  person turned into the speaker's name, spread over time when there are many;
+- `llm`: a short third-person summary by the model, no opinions (falls back
+  to the rules profile when the model gives no usable answer);
+- the result is the entity's one OBSERVATION unit, replaced in place on
+  regeneration (same id), mentioning the entity, with `source_ids` the union
+  of its facts' sources and one `observation_sources` row per fact.
+
+Jobs run in batches, each batch one transaction; a job whose entity has no
+facts left (or is retracted) removes the observation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import duckdb
+import numpy as np
+
+from core.progress import CancelToken, Progress, check, report
+from core.store.bank_store import Tx, utcnow
+from core.store.units import delete_units, get_units, insert_mentions, insert_units
+from core.types import (
+    Change,
+    Entity,
+    ExtractionMode,
+    Kind,
+    Network,
+    NewUnit,
+    Unit,
+    new_id,
+)
+
+if TYPE_CHECKING:
+    from core.bank import Bank
+    from core.providers.llm import LanguageModel
+
+JOB_KIND = "observation"
+QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+MAX_OBSERVATION_CHARS = 4000
+# Facts given to the model for one summary.
+LLM_MAX_FACTS = 40
+# Jobs written per transaction (their profiles are embedded together).
+JOB_BATCH = 32
+
+
+@dataclass
+class JobsReport:
+    processed: int = 0
+    observations_written: int = 0
+    observations_removed: int = 0  # entities with no facts left
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (entity id, reason)
+    mode: str = "rules"
+    model: str = ""
+    notes: list[str] = field(default_factory=list)
+    change: Change = field(default_factory=Change)
+
+
+def queue_observation_jobs(
+    con: duckdb.DuckDBPyConnection, entity_ids: Sequence[str], now: datetime
+) -> list[str]:
+    """Queue a job per entity unless one is already queued; returns the new job ids."""
+    if not entity_ids:
+        return []
+    queued = {
+        r[0]
+        for r in con.execute(
+            "SELECT target FROM jobs WHERE kind = ? AND status IN (?, ?)"
+            " AND target IN (SELECT unnest(?))",
+            [JOB_KIND, QUEUED, RUNNING, list(entity_ids)],
+        ).fetchall()
+    }
+    targets = [e for e in dict.fromkeys(entity_ids) if e not in queued]
+    if not targets:
+        return []
+    ids = [new_id() for _ in targets]
+    con.execute(
+        "INSERT INTO jobs SELECT unnest(?), ?, unnest(?), ?, ?, ?, NULL",
+        [ids, JOB_KIND, targets, QUEUED, now, now],
+    )
+    return ids
+
+
+def pending_jobs(con: duckdb.DuckDBPyConnection) -> int:
+    return con.execute(
+        "SELECT count(*) FROM jobs WHERE kind = ? AND status IN (?, ?)",
+        [JOB_KIND, QUEUED, RUNNING],
+    ).fetchone()[0]
+
+
+# -- profiles ---------------------------------------------------------------------------
+
+_SPEAKER_PREFIX = re.compile(r"^([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
+_FIRST_PERSON = [
+    (re.compile(r"\bI['’]m\b"), "{name} is"),
+    (re.compile(r"\bI['’]ve\b"), "{name} has"),
+    (re.compile(r"\bI['’]ll\b"), "{name} will"),
+    (re.compile(r"\bI['’]d\b"), "{name} would"),
+    (re.compile(r"\bI\b"), "{name}"),
+    (re.compile(r"\b(?:me|myself)\b", re.IGNORECASE), "{name}"),
+    (re.compile(r"\b(?:my|mine)\b", re.IGNORECASE), "{name}'s"),
+]
+
+
+def third_person(text: str, speaker: str | None = None, verbatim: bool = False) -> str:
+    """A fact in the third person: a verbatim "Name: I…" turn becomes
+    "Name said: Name…", and an agent's first-person experience names the agent."""
+    match = _SPEAKER_PREFIX.match(text) if verbatim else None
+    if match and match.group(1).strip():
+        name, body = match.group(1).strip(), match.group(2).strip()
+        return f"{name} said: {_replace_first_person(body, name)}"
+    if speaker:
+        return _replace_first_person(text, speaker)
+    return text
+
+
+def _replace_first_person(text: str, name: str) -> str:
+    for pattern, template in _FIRST_PERSON:
+        text = pattern.sub(template.format(name=name).replace("\\", "\\\\"), text)
+    return text
+
+
+def _sentence(text: str) -> str:
+    text = " ".join(text.split())
+    return text if text.endswith((".", "!", "?", ")", "]", '"')) else text + "."
+
+
+def _spread(units: Sequence[Unit], limit: int) -> list[Unit]:
+    """At most `limit` units spread evenly over the sequence (its ends kept)."""
+    if len(units) <= limit:
+        return list(units)
+    if limit <= 1:
+        return [units[-1]]
+    step = (len(units) - 1) / (limit - 1)
+    return [units[round(k * step)] for k in range(limit)]
+
+
+def rules_profile(
+    entity: Entity, facts: Sequence[Unit], agent_name: str = "", limit: int = 12
+) -> str:
+    """An extractive third-person profile of an entity from its facts (oldest first)."""
+    seen: set[str] = set()
+    unique: list[Unit] = []
+    for fact in facts:
+        key = " ".join(fact.text.lower().split())
+        if key not in seen:
+            seen.add(key)
+            unique.append(fact)
+    chosen = _spread(unique, limit)
+    dated = [
+        f.occurred_start or f.mentioned_at for f in unique if f.occurred_start or f.mentioned_at
+    ]
+    span = ""
+    if dated:
+        first, last = min(dated), max(dated)
+        span = (
+            f", {first:%d %B %Y}"
+            if first.date() == last.date()
+            else f", {first:%d %B %Y} to {last:%d %B %Y}"
+        )
+    count = f"{len(unique)} fact{'s' if len(unique) != 1 else ''}"
+    head = f"{entity.name} ({entity.type}; {count}{span})."
+    lines = []
+    for fact in chosen:
+        speaker = agent_name if fact.network is Network.EXPERIENCE and agent_name else None
+        verbatim = fact.extraction_mode is ExtractionMode.VERBATIM
+        lines.append(_sentence(third_person(fact.text, speaker, verbatim)))
+    text = " ".join([head, *lines])
+    return text if len(text) <= MAX_OBSERVATION_CHARS else text[: MAX_OBSERVATION_CHARS - 1] + "…"
+
+
+OBSERVATION_SYSTEM = (
+    "You write neutral profiles for an agent's memory. Given facts that mention one "
+    "entity, write a short third-person profile of that entity (2 to 5 sentences): "
+    "only what the facts say, no opinions, no speculation, no first person."
+)
+
+
+def llm_profile(lm: LanguageModel, entity: Entity, facts: Sequence[Unit]) -> str:
+    chosen = _spread(list(facts), LLM_MAX_FACTS)
+    listing = "\n".join(f"- {f.text}" for f in chosen)
+    prompt = f"Entity: {entity.name} ({entity.type})\nFacts:\n{listing}\n\nProfile:"
+    text = " ".join(lm.chat(OBSERVATION_SYSTEM, prompt).split())
+    if not text:
+        from core.providers.llm import LanguageModelError
+
+        raise LanguageModelError("the model returned an empty profile")
+    return text[:MAX_OBSERVATION_CHARS]
+
+
+# -- running the queue ----------------------------------------------------------------
+
+
+def entity_facts(con: duckdb.DuckDBPyConnection, entity_id: str) -> list[Unit]:
+    """Active world and experience units mentioning the entity, oldest first."""
+    ids = [
+        r[0]
+        for r in con.execute(
+            # Oldest first; facts of the same time in conversation order.
+            "SELECT u.id FROM units u LEFT JOIN turns t"
+            " ON t.document_id = u.document_id AND t.id = u.source_ids[1]"
+            " WHERE u.status = 'active' AND u.network IN ('world', 'experience')"
+            " AND u.id IN (SELECT unit_id FROM mentions WHERE entity_id = ?)"
+            " ORDER BY coalesce(u.occurred_start, u.mentioned_at) NULLS LAST, u.created_at,"
+            " t.idx NULLS LAST, u.id",
+            [entity_id],
+        ).fetchall()
+    ]
+    units = get_units(con, ids)
+    return [units[i] for i in ids if i in units]
+
+
+def observation_of(con: duckdb.DuckDBPyConnection, entity_id: str) -> Unit | None:
+    row = con.execute(
+        "SELECT unit_id FROM observations WHERE entity_id = ?", [entity_id]
+    ).fetchone()
+    if row is None:
+        return None
+    return get_units(con, [row[0]]).get(row[0])
+
+
+def observation_sources(con: duckdb.DuckDBPyConnection, observation_id: str) -> list[str]:
+    rows = con.execute(
+        "SELECT unit_id FROM observation_sources WHERE observation_id = ? ORDER BY rowid",
+        [observation_id],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+@dataclass
+class _Profile:
+    """One job's outcome, computed before the batch is written."""
+
+    job_id: str
+    entity_id: str
+    entity: Entity | None = None
+    facts: list[Unit] = field(default_factory=list)
+    text: str = ""
+    mode: ExtractionMode = ExtractionMode.RULES
+    model: str = ""
+    vector: np.ndarray | None = None
+
+
+def process_jobs(
+    bank: Bank,
+    llm: LanguageModel | None = None,
+    limit: int | None = None,
+    progress: Progress | None = None,
+    cancel: CancelToken | None = None,
+) -> JobsReport:
+    """Run queued observation jobs (oldest first, at most `limit`).
+
+    With `llm` (and the model answering) profiles are summaries, else rules
+    profiles. Jobs run in batches: the batch's profiles are written, and their
+    jobs marked done, in one transaction. A cancel stops before the next job;
+    batches written so far stay."""
+    con = bank.store.reader()
+    sql = "SELECT id, target FROM jobs WHERE kind = ? AND status IN (?, ?) ORDER BY created_at, id"
+    params: list = [JOB_KIND, QUEUED, RUNNING]
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(int(limit))
+    jobs = con.execute(sql, params).fetchall()
+    use_llm = llm is not None and bool(jobs) and llm.available()
+    result = JobsReport(mode="llm" if use_llm else "rules", model=llm.name if use_llm else "")
+    profile = bank.profile()
+    max_facts = int(profile.config["retain.observation_max_facts"])
+    for start in range(0, len(jobs), JOB_BATCH):
+        batch: list[_Profile] = []
+        for job_id, entity_id in jobs[start : start + JOB_BATCH]:
+            check(cancel)
+            batch.append(
+                _profile(
+                    con,
+                    job_id,
+                    entity_id,
+                    llm if use_llm else None,
+                    profile.agent_name,
+                    max_facts,
+                    result,
+                )
+            )
+            report(progress, start + len(batch), len(jobs), "observations")
+        written = [p for p in batch if p.facts]
+        if written:
+            vectors = bank.engine.embedder.embed([p.text for p in written])
+            for p, vector in zip(written, vectors, strict=True):
+                p.vector = vector
+        try:
+            change = _write_batch(bank, batch)
+        except Exception as error:  # noqa: BLE001 - one bad batch must not stop the queue
+            for p in batch:
+                _fail_job(bank, p.job_id, f"{type(error).__name__}: {error}")
+                result.failed.append((p.entity_id, str(error)))
+            continue
+        result.change = result.change | change
+        result.processed += len(batch)
+        result.observations_written += len(written)
+        result.observations_removed += len(change.removed.get(Kind.UNIT, ()))
+    return result
+
+
+def _profile(
+    con: duckdb.DuckDBPyConnection,
+    job_id: str,
+    entity_id: str,
+    lm: LanguageModel | None,
+    agent_name: str,
+    max_facts: int,
+    result: JobsReport,
+) -> _Profile:
+    from core.retain.entities import get_entity
+
+    entity = get_entity(con, entity_id)
+    out = _Profile(job_id, entity_id, entity)
+    if entity is None or entity.status != "active":
+        return out
+    out.facts = entity_facts(con, entity_id)
+    if not out.facts:
+        return out
+    if lm is not None:
+        from core.providers.llm import LanguageModelError
+
+        try:
+            out.text = llm_profile(lm, entity, out.facts)
+            out.mode, out.model = ExtractionMode.LLM, lm.name
+            return out
+        except LanguageModelError as error:
+            result.notes.append(f"{entity.name}: rules profile ({error})")
+    out.text = rules_profile(entity, out.facts, agent_name, max_facts)
+    return out
+
+
+def _write_batch(bank: Bank, batch: Sequence[_Profile]) -> Change:
+    now = utcnow()
+    change = Change()
+    with bank.store.transaction() as tx:
+        con = tx.con
+        for p in batch:
+            if p.facts and p.entity is not None and p.vector is not None:
+                change = change | _write_observation(tx, p, bank.store.embedding_model, now)
+            else:
+                change = change | _remove_observation(tx, p.entity_id, now)
+            _finish_job(con, p.job_id, DONE, None, now)
+    return change | Change.of(updated={Kind.JOB: [p.job_id for p in batch]})
+
+
+def _write_observation(tx: Tx, p: _Profile, embedding_model: str, now: datetime) -> Change:
+    con, entity, facts = tx.con, p.entity, p.facts
+    assert entity is not None and p.vector is not None
+    sources = list(dict.fromkeys(s for f in facts for s in f.source_ids))
+    starts = [f.occurred_start for f in facts if f.occurred_start is not None]
+    ends = [f.occurred_end or f.occurred_start for f in facts if f.occurred_start is not None]
+    mentioned = [f.mentioned_at for f in facts if f.mentioned_at is not None]
+    occurred_start = min(starts) if starts else None
+    occurred_end = max(ends) if ends else None
+    mentioned_at = max(mentioned) if mentioned else None
+    row = con.execute(
+        "SELECT o.unit_id FROM observations o JOIN units u ON u.id = o.unit_id"
+        " WHERE o.entity_id = ?",
+        [entity.id],
+    ).fetchall()
+    if row:
+        unit_id = row[0][0]
+        con.execute(
+            "UPDATE units SET text = ?, vector = ?, source_ids = ?, occurred_start = ?,"
+            " occurred_end = ?, mentioned_at = ?, extraction_mode = ?, model = ?,"
+            " embedding_model = ?, updated_at = ?, status = 'active' WHERE id = ?",
+            [
+                p.text,
+                p.vector.astype(np.float32).tolist(),
+                sources,
+                occurred_start,
+                occurred_end,
+                mentioned_at,
+                str(p.mode),
+                p.model,
+                embedding_model,
+                now,
+                unit_id,
+            ],
+        )
+        con.execute("DELETE FROM mentions WHERE unit_id = ?", [unit_id])
+        con.execute("DELETE FROM observation_sources WHERE observation_id = ?", [unit_id])
+        insert_mentions(con, [unit_id], [entity.id], [entity.name])
+        change = Change.of(updated={Kind.UNIT: [unit_id]})
+    else:
+        unit = NewUnit(
+            id=new_id(),
+            text=p.text,
+            network=Network.OBSERVATION,
+            occurred_start=occurred_start,
+            occurred_end=occurred_end,
+            mentioned_at=mentioned_at,
+            source_ids=tuple(sources),
+            entity_ids=(entity.id,),
+            extraction_mode=p.mode,
+            model=p.model,
+        )
+        [unit_id] = insert_units(con, [unit], p.vector[None, :], embedding_model, now)
+        change = Change.of(added={Kind.UNIT: [unit_id]})
+    con.execute("DELETE FROM observations WHERE entity_id = ?", [entity.id])
+    con.execute(
+        "INSERT INTO observations VALUES (?, ?, ?, ?, ?)",
+        [entity.id, unit_id, str(p.mode), p.model, now],
+    )
+    con.execute(
+        "INSERT INTO observation_sources SELECT ?, unnest(?)", [unit_id, [f.id for f in facts]]
+    )
+    tx.touch([unit_id])
+    return change | Change.of(updated={Kind.ENTITY: [entity.id]})
+
+
+def _remove_observation(tx: Tx, entity_id: str, now: datetime) -> Change:
+    con = tx.con
+    row = con.execute(
+        "SELECT unit_id FROM observations WHERE entity_id = ?", [entity_id]
+    ).fetchall()
+    if not row:
+        return Change()
+    removed = delete_units(con, [row[0][0]])
+    con.execute("DELETE FROM observation_sources WHERE observation_id = ?", [row[0][0]])
+    con.execute("DELETE FROM observations WHERE entity_id = ?", [entity_id])
+    tx.touch(removed)
+    return Change.of(removed={Kind.UNIT: removed})
+
+
+def _finish_job(
+    con: duckdb.DuckDBPyConnection, job_id: str, status: str, error: str | None, now: datetime
+) -> None:
+    con.execute(
+        "UPDATE jobs SET status = ?, error = ?, updated_at = ? WHERE id = ?",
+        [status, error, now, job_id],
+    )
+
+
+def _fail_job(bank: Bank, job_id: str, error: str) -> None:
+    with bank.store.transaction() as tx:
+        _finish_job(tx.con, job_id, FAILED, error[:1000], utcnow())

@@ -1,0 +1,451 @@
+"""Opinions under new evidence: assess, move the confidence, record every step.
+
+For each new fact, the opinions related to it (cosine above
+`retain.opinion_related_similarity`, or above `retain.opinion_entity_similarity`
+when they share an entity other than the speakers; at most
+`retain.opinion_candidates`, most similar first) are assessed:
+
+- rules: similarity plus polarity (sentiment cue words, flipped by a negation
+  just before them) and hedging cues;
+- llm: the model answers reinforce | weaken | contradict | neutral with a
+  reason, and may rewrite a contradicted opinion (falls back to the rules
+  when the model gives no usable answer).
+
+`apply_evidence` moves the confidence: reinforce c' = min(c+α, 1), weaken
+max(c−α, 0), contradict max(c−2α, 0), neutral c. Each non-neutral step is an
+`opinion_events` row (time, relation, before, after, evidence unit, reason, old
+and new text); a neutral assessment changes nothing and is not recorded. A new
+opinion gets a `formed` event.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from core.retain.entities import wordset
+from core.types import new_id
+
+if TYPE_CHECKING:
+    from core.providers.llm import LanguageModel
+
+
+class Relation(StrEnum):
+    REINFORCE = "reinforce"
+    WEAKEN = "weaken"
+    CONTRADICT = "contradict"
+    NEUTRAL = "neutral"
+
+
+# The event that opens an opinion's history (not an assessment outcome).
+FORMED = "formed"
+
+
+def apply_evidence(confidence: float, relation: Relation | str, alpha: float) -> float:
+    """The confidence after one piece of evidence, clamped to [0, 1].
+
+    reinforce: min(c+α, 1); weaken: max(c−α, 0); contradict: max(c−2α, 0); neutral: c."""
+    relation = Relation(relation)
+    c = float(confidence)
+    if relation is Relation.REINFORCE:
+        c = min(c + alpha, 1.0)
+    elif relation is Relation.WEAKEN:
+        c = max(c - alpha, 0.0)
+    elif relation is Relation.CONTRADICT:
+        c = max(c - 2 * alpha, 0.0)
+    return min(max(c, 0.0), 1.0)
+
+
+@dataclass(frozen=True)
+class Assessment:
+    relation: Relation
+    reason: str
+    new_text: str | None = None  # a rewrite of a contradicted opinion
+    mode: str = "rules"
+
+
+@dataclass(frozen=True)
+class OpinionEvent:
+    id: str
+    opinion_id: str
+    happened_at: datetime
+    relation: str  # formed | reinforce | weaken | contradict
+    confidence_before: float | None
+    confidence_after: float
+    evidence_id: str | None
+    reason: str
+    old_text: str | None = None
+    new_text: str | None = None
+
+
+# -- rules ----------------------------------------------------------------------------
+
+_POSITIVE = wordset(
+    """
+    love loves loved loving likes liked enjoy enjoys enjoyed enjoying great good
+    best better prefer prefers preferred recommend recommends recommended favorite
+    favourite amazing awesome wonderful excellent happy glad fun beautiful nice helpful
+    worth worthwhile support supports supported agree agrees trust trusts reliable safe
+    excited exciting proud fantastic perfect positive brilliant impressive impressed
+    inspiring inspired rewarding fond keen thrilled delighted pleasant satisfied success
+    successful easy benefit beneficial
+    """
+)
+_NEGATIVE = wordset(
+    """
+    hate hates hated hating dislike dislikes disliked bad worst worse terrible awful
+    boring avoid avoids avoided poor overrated disappointing disappointed unhappy sad
+    annoying annoyed useless waste dangerous unsafe wrong disagree disagrees distrust
+    unreliable negative broken fail fails failed failure against horrible tired
+    frustrating frustrated stressful stressed painful difficult regret regrets
+    scared afraid worried ugly mediocre harmful
+    """
+)
+_NEGATIONS = wordset(
+    """
+    not no never nobody nothing neither nor hardly barely without cannot can't cant
+    won't wont don't dont doesn't doesnt didn't didnt isn't isnt wasn't wasnt aren't
+    arent weren't shouldn't wouldn't couldn't longer
+    """
+)
+_HEDGES = wordset(
+    """
+    maybe perhaps might possibly unsure doubt doubts doubtful uncertain unclear
+    """
+)
+# "like" is a preference only after a subject, an auxiliary or an adverb.
+_LIKE_AFTER = _NEGATIONS | wordset(
+    """
+    i we you they he she really also still do does did would i'd we'd they'd just
+    actually truly definitely
+    """
+)
+_WORDS = re.compile(r"[a-z]+(?:['’][a-z]+)?")
+# A negation this many words before a cue word flips it ("not really a fan", "no longer love").
+NEGATION_REACH = 3
+# Rules: below this similarity a fact says nothing about an opinion (polarity
+# words alone are everywhere in small talk) — unless it is very similar, the two
+# must also share an entity other than the speakers.
+RULES_MIN_SIMILARITY = 0.75
+RULES_STRONG_SIMILARITY = 0.85
+# Rules: a fact without polarity cues this similar restates the opinion.
+RESTATEMENT_SIMILARITY = 0.85
+# Rules: opposite polarity at this similarity is a contradiction, below it a weakening.
+CONTRADICTION_SIMILARITY = 0.6
+
+
+def _words(text: str) -> list[str]:
+    return [w.replace("’", "'") for w in _WORDS.findall(text.lower())]
+
+
+def polarity(text: str) -> int:
+    """-1, 0 or +1: the sign of the sentiment cues, each flipped by a negation
+    up to NEGATION_REACH words before it."""
+    words = _words(text)
+    total = 0
+    for i, word in enumerate(words):
+        sign = 1 if word in _POSITIVE else -1 if word in _NEGATIVE else 0
+        if word == "like" and i > 0 and words[i - 1] in _LIKE_AFTER:
+            sign = 1  # "I like", "doesn't like" — not "places like this"
+        if not sign:
+            continue
+        if any(w in _NEGATIONS for w in words[max(0, i - NEGATION_REACH) : i]):
+            sign = -sign
+        total += sign
+    return (total > 0) - (total < 0)
+
+
+def hedged(text: str) -> bool:
+    words = set(_words(text))
+    return bool(words & _HEDGES) or "not sure" in text.lower()
+
+
+# Phrases with which a speaker takes back an earlier belief.
+_REVERSAL = re.compile(
+    r"\b(?:after\s+all|actually|no\s+longer|not\s+any\s*more|changed\s+(?:his|her|their|my|its)\s+mind|"
+    r"turned\s+out|(?:was|were)\s+wrong|but\s+now|now\s+(?:thinks|believes|prefers|says)|"
+    r"contrary\s+to|instead\s+of)\b",
+    re.I,
+)
+
+
+def assess_rules(
+    evidence: str, opinion: str, similarity: float, shared_entity: bool = True
+) -> Assessment:
+    """Relation of `evidence` to `opinion` from their similarity and polarity cues."""
+    pe, po = polarity(evidence), polarity(opinion)
+    sim = f"similarity {similarity:.2f}"
+    if similarity < RULES_MIN_SIMILARITY or (
+        not shared_entity and similarity < RULES_STRONG_SIMILARITY
+    ):
+        return Assessment(Relation.NEUTRAL, f"{sim}, too far apart")
+    reversal = _REVERSAL.search(evidence)
+    if reversal and not _REVERSAL.search(opinion):
+        # "X thought A, but now thinks B": the evidence names the belief it overturns,
+        # so it shares the opinion's words (high similarity) while denying it.
+        return Assessment(Relation.CONTRADICT, f"{sim}, reversal cue {reversal.group(0)!r}")
+    if pe and po:
+        if pe == po:
+            return Assessment(Relation.REINFORCE, f"{sim}, same polarity")
+        if similarity >= CONTRADICTION_SIMILARITY:
+            return Assessment(Relation.CONTRADICT, f"{sim}, opposite polarity")
+        return Assessment(Relation.WEAKEN, f"{sim}, opposite polarity")
+    if hedged(evidence) and similarity >= CONTRADICTION_SIMILARITY:
+        return Assessment(Relation.WEAKEN, f"{sim}, the evidence is hedged")
+    if similarity >= RESTATEMENT_SIMILARITY:
+        if pe < 0 and po == 0:
+            return Assessment(Relation.WEAKEN, f"{sim}, negative evidence")
+        return Assessment(Relation.REINFORCE, f"{sim}, the evidence restates it")
+    return Assessment(Relation.NEUTRAL, f"{sim}, no polarity cue decides")
+
+
+# -- language model -------------------------------------------------------------------
+
+ASSESS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "relation": {"type": "string", "enum": [r.value for r in Relation]},
+        "reason": {"type": "string"},
+        "revised_opinion": {"type": ["string", "null"]},
+    },
+    "required": ["relation", "reason"],
+}
+ASSESS_SYSTEM = (
+    "You maintain an agent's opinions. Given one opinion and one new piece of evidence, "
+    "say whether the evidence reinforces, weakens or contradicts the opinion, or is neutral "
+    "to it, with a one-sentence reason. Only if it contradicts the opinion, you may give "
+    "revised_opinion: the opinion rewritten to fit the evidence; otherwise null. "
+    'Answer JSON only: {"relation": ..., "reason": ..., "revised_opinion": ...}.'
+)
+ASSESS_EXAMPLE_REASON = "The evidence shows the same preference again."
+MAX_REASON_CHARS = 500
+
+
+def _validate_assessment(value: Any) -> Assessment:
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object")
+    relation = str(value["relation"]).strip().lower()
+    aliases = {"reinforces": "reinforce", "weakens": "weaken", "contradicts": "contradict"}
+    relation = aliases.get(relation, relation)
+    if relation not in {r.value for r in Relation}:
+        raise ValueError("relation must be one of reinforce, weaken, contradict, neutral")
+    reason = value.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise ValueError("reason must be a non-empty string")
+    revised = value.get("revised_opinion")
+    new_text = revised.strip() if isinstance(revised, str) and revised.strip() else None
+    if relation != Relation.CONTRADICT:
+        new_text = None
+    return Assessment(Relation(relation), reason.strip()[:MAX_REASON_CHARS], new_text, "llm")
+
+
+def assess_llm(lm: LanguageModel, evidence: str, opinion: str, confidence: float) -> Assessment:
+    """The model's assessment; raises LanguageModelError when it gives none usable."""
+    prompt = (
+        f"Opinion (confidence {confidence:.2f}): {opinion}\n"
+        f"New evidence: {evidence}\n"
+        "Does the evidence reinforce, weaken or contradict the opinion, or is it neutral?"
+    )
+    assessment = lm.structured(
+        ASSESS_SYSTEM,
+        prompt,
+        ASSESS_SCHEMA,
+        _validate_assessment,
+        examples=(ASSESS_EXAMPLE_REASON,),
+    )
+    if assessment.new_text is not None and assessment.new_text.strip() == opinion.strip():
+        assessment = Assessment(assessment.relation, assessment.reason, None, "llm")
+    return assessment
+
+
+# -- planning over one document -------------------------------------------------------
+
+
+@dataclass
+class OpinionState:
+    """An opinion as it evolves while a document's evidence is applied."""
+
+    id: str
+    text: str
+    confidence: float
+    vector: np.ndarray
+    entity_ids: frozenset[str]
+    source_ids: frozenset[str] = frozenset()
+    new: bool = False
+    text_changed: bool = False
+    touched: bool = False
+
+
+@dataclass
+class OpinionPlan:
+    states: dict[str, OpinionState] = field(default_factory=dict)
+    events: list[OpinionEvent] = field(default_factory=list)
+    fallbacks: list[str] = field(default_factory=list)  # why the model was not used
+
+    @property
+    def updated(self) -> list[OpinionState]:
+        """Existing opinions whose confidence or text changed."""
+        return [s for s in self.states.values() if s.touched and not s.new]
+
+    @property
+    def assessed(self) -> int:
+        """Opinions (existing or new) that moved under evidence."""
+        return len({e.opinion_id for e in self.events if e.relation != FORMED})
+
+
+def load_opinions(
+    con: duckdb.DuckDBPyConnection, exclude_units: Sequence[str] = ()
+) -> dict[str, OpinionState]:
+    """Every active opinion with its vector and entities (opinions are few next to facts)."""
+    rows = con.execute(
+        "SELECT u.id, u.text, coalesce(u.confidence, 0.5), u.vector,"
+        " list(m.entity_id) FILTER (WHERE m.entity_id IS NOT NULL), u.source_ids"
+        " FROM units u LEFT JOIN mentions m ON m.unit_id = u.id"
+        " WHERE u.network = 'opinion' AND u.status = 'active' AND NOT list_contains(?, u.id)"
+        " GROUP BY u.id, u.text, u.confidence, u.vector, u.source_ids, u.created_at"
+        " ORDER BY u.created_at, u.id",
+        [list(exclude_units)],
+    ).fetchall()
+    return {
+        r[0]: OpinionState(
+            id=r[0],
+            text=r[1],
+            confidence=float(r[2]),
+            vector=np.asarray(r[3], dtype=np.float32),
+            entity_ids=frozenset(r[4] or ()),
+            source_ids=frozenset(r[5] or ()),
+        )
+        for r in rows
+    }
+
+
+def related_opinions(
+    states: Sequence[OpinionState],
+    vector: np.ndarray,
+    entity_ids: frozenset[str],
+    *,
+    related_similarity: float,
+    entity_similarity: float,
+    limit: int,
+    exclude: str | None = None,
+    source_ids: frozenset[str] = frozenset(),
+) -> list[tuple[OpinionState, float]]:
+    """The opinions a fact may be evidence for, most similar first. An opinion
+    built from the same turns as the fact is not evidence for itself."""
+    candidates = [s for s in states if s.id != exclude and not (s.source_ids & source_ids)]
+    if not candidates or limit <= 0:
+        return []
+    matrix = np.stack([s.vector for s in candidates])
+    sims = matrix @ np.asarray(vector, dtype=np.float32)
+    out = []
+    for state, sim in zip(candidates, sims, strict=True):
+        sim = float(sim)
+        if sim >= related_similarity or (
+            state.entity_ids & entity_ids and sim >= entity_similarity
+        ):
+            out.append((state, sim))
+    out.sort(key=lambda pair: -pair[1])
+    return out[:limit]
+
+
+def event(
+    opinion: OpinionState,
+    relation: str,
+    before: float | None,
+    happened_at: datetime,
+    evidence_id: str | None,
+    reason: str,
+    old_text: str | None = None,
+    new_text: str | None = None,
+) -> OpinionEvent:
+    return OpinionEvent(
+        id=new_id(),
+        opinion_id=opinion.id,
+        happened_at=happened_at,
+        relation=relation,
+        confidence_before=before,
+        confidence_after=opinion.confidence,
+        evidence_id=evidence_id,
+        reason=reason,
+        old_text=old_text,
+        new_text=new_text,
+    )
+
+
+# -- storage --------------------------------------------------------------------------
+
+
+def write_events(con: duckdb.DuckDBPyConnection, events: Sequence[OpinionEvent]) -> None:
+    if not events:
+        return
+
+    def column(name: str, kind: pa.DataType) -> pa.Array:
+        return pa.array([getattr(e, name) for e in events], kind)
+
+    table = pa.table(
+        {
+            "id": column("id", pa.string()),
+            "opinion_id": column("opinion_id", pa.string()),
+            "happened_at": column("happened_at", pa.timestamp("us")),
+            "relation": column("relation", pa.string()),
+            "confidence_before": column("confidence_before", pa.float64()),
+            "confidence_after": column("confidence_after", pa.float64()),
+            "evidence_id": column("evidence_id", pa.string()),
+            "reason": column("reason", pa.string()),
+            "old_text": column("old_text", pa.string()),
+            "new_text": column("new_text", pa.string()),
+        }
+    )
+    con.register("_new_events", table)
+    try:
+        con.execute("INSERT INTO opinion_events BY NAME SELECT * FROM _new_events")
+    finally:
+        con.unregister("_new_events")
+
+
+def write_opinion_updates(
+    con: duckdb.DuckDBPyConnection, states: Sequence[OpinionState], now: datetime
+) -> list[str]:
+    """Store the new confidence (and text and vector, when rewritten) of existing
+    opinions; returns the ids whose text changed (their index entries must follow)."""
+    if not states:
+        return []
+    table = pa.table(
+        {
+            "id": pa.array([s.id for s in states], pa.string()),
+            "confidence": pa.array([s.confidence for s in states], pa.float64()),
+            "text": pa.array([s.text for s in states], pa.string()),
+            "vector": pa.array(
+                [s.vector.astype(np.float32) for s in states], pa.list_(pa.float32())
+            ),
+        }
+    )
+    con.register("_opinion_updates", table)
+    try:
+        con.execute(
+            "UPDATE units SET confidence = n.confidence, text = n.text, vector = n.vector,"
+            " updated_at = ? FROM _opinion_updates n WHERE units.id = n.id",
+            [now],
+        )
+    finally:
+        con.unregister("_opinion_updates")
+    return [s.id for s in states if s.text_changed]
+
+
+def events_of(con: duckdb.DuckDBPyConnection, opinion_id: str) -> list[OpinionEvent]:
+    """An opinion's history, oldest first."""
+    rows = con.execute(
+        "SELECT id, opinion_id, happened_at, relation, confidence_before, confidence_after,"
+        " evidence_id, reason, old_text, new_text FROM opinion_events WHERE opinion_id = ?"
+        " ORDER BY happened_at, CASE relation WHEN 'formed' THEN 0 ELSE 1 END, rowid",
+        [opinion_id],
+    ).fetchall()
+    return [OpinionEvent(*r) for r in rows]

@@ -1,0 +1,402 @@
+"""Retain: conversations in, a four-network memory graph out.
+
+`ingest` runs each document through five steps:
+
+1. **extract** — the document's exchanges go through the extractor
+   (`llm`, `rules`) one chunk at a time, or each turn becomes one fact
+   (`verbatim`, facts.py). The bank's entity names, and the names found in
+   earlier chunks, are passed as `known_entities`. The cancel token is checked
+   between chunks. Nothing is written yet.
+2. **embed** — the facts' vectors, in batches, still before any write.
+3. **plan** (read only, plan.py) — entity resolution, near-duplicate
+   detection, the four kinds of links, opinion assessment (model calls in
+   `llm` mode).
+4. **write** — ONE transaction per document (write.py). A cancel or an error
+   before the commit leaves the bank exactly as it was before that document;
+   documents before it in the same call stay.
+5. observations are *not* regenerated here: each entity whose facts changed
+   gets a queued job, and `process_jobs` (observations.py) runs them later.
+
+Failed chunks (`llm` mode): a chunk the model cannot turn into facts is
+reported in `IngestReport.failures` (report.py) with its turn ids and reason,
+recorded in `ingest_failures`, and nothing of it is written; the document's
+other chunks are written. A document none of whose chunks succeeded is not
+written at all, so ingesting it again retries it; a partly failed one is
+stored, and `force=True` extracts it again.
+
+Re-ingesting a document whose content hash is already in the bank does
+nothing unless `force`: then the document's previous units (and their
+mentions, links and opinion history) are replaced in the same transaction
+(documents.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.progress import CancelToken, Progress, check, report
+from core.retain.documents import (
+    check_document,
+    content_hash,
+    new_document_id,
+    stored_with_hash,
+    units_of,
+)
+from core.retain.extract import ExtractionError, chunk_exchanges
+from core.retain.facts import (
+    Extraction,
+    Fact,
+    clean_fact,
+    known_names,
+    learn_names,
+    verbatim_facts,
+)
+from core.retain.opinions import (
+    FORMED,
+    Assessment,
+    OpinionPlan,
+    OpinionState,
+    assess_llm,
+    assess_rules,
+)
+from core.retain.plan import Plan, plan_document
+from core.retain.report import ChunkFailure, DocumentResult, IngestReport
+from core.retain.write import write_document
+from core.types import Change, Document, ExtractionMode, InvalidInputError, Kind
+
+if TYPE_CHECKING:
+    from core.bank import Bank
+    from core.providers.llm import LanguageModel
+
+MODES = ("auto", "llm", "rules", "verbatim")
+EMBED_BATCH = 256
+# Chunks in a row lost to an unreachable or silent model before the rest of the
+# run stops asking it.
+DOWN_AFTER = 2
+
+
+def ingest(
+    bank: Bank,
+    path_or_document: str | Path | Document | Sequence[Document],
+    format: str = "auto",
+    mode: str = "auto",
+    force: bool = False,
+    progress: Progress | None = None,
+    cancel: CancelToken | None = None,
+    llm: LanguageModel | None = None,
+) -> IngestReport:
+    """Retain one file (every conversation in it) or Document(s) into `bank`.
+
+    mode: "llm" (needs a reachable model: `llm`, else the engine's configured
+    one), "rules", "verbatim" (each turn one unit) or "auto" (llm when a model
+    is configured and answers, else rules). Raises CancelledError when
+    cancelled (the document in progress leaves nothing behind), InvalidInputError
+    for unreadable input or an unknown mode."""
+    started = time.perf_counter()
+    documents = _documents(path_or_document, format)
+    run = _Run(bank, mode, force, progress, cancel, llm)
+    try:
+        run.plan_progress(documents)
+        for document in documents:
+            run.ingest_document(document)
+    finally:
+        run.close()
+    run.report._time("total", time.perf_counter() - started)
+    return run.report
+
+
+def _documents(source: Any, format: str) -> list[Document]:
+    if isinstance(source, Document):
+        return [source]
+    if isinstance(source, str | Path):
+        from core.retain.importers import load_documents
+
+        return load_documents(source, format)
+    if isinstance(source, Sequence) and all(isinstance(d, Document) for d in source):
+        return list(source)
+    raise InvalidInputError(
+        f"cannot ingest {type(source).__name__}: give a file path or a Document"
+    )
+
+
+# -- one run ----------------------------------------------------------------------------
+
+
+class _Run:
+    def __init__(
+        self,
+        bank: Bank,
+        mode: str,
+        force: bool,
+        progress: Progress | None,
+        cancel: CancelToken | None,
+        llm: LanguageModel | None,
+    ) -> None:
+        self.bank = bank
+        self.force = force
+        self.progress = progress
+        self.cancel = cancel
+        profile = bank.profile()
+        self.config = profile.config
+        self.agent = profile.agent_name.strip()
+        self._own_lm = False
+        self.mode, self.lm = self._choose_mode(mode, llm)
+        self.extractor = self._extractor()
+        self.report = IngestReport(mode=str(self.mode), model=self.lm.name if self.lm else "")
+        self.done = 0
+        self.total = 0
+        # Consecutive chunks lost to a dead or silent server; at DOWN_AFTER the
+        # model is taken as down for the rest of the run.
+        self._down_streak = 0
+        self.model_down: str | None = None
+
+    # -- mode ------------------------------------------------------------------
+
+    def _choose_mode(
+        self, mode: str, llm: LanguageModel | None
+    ) -> tuple[ExtractionMode, LanguageModel | None]:
+        mode = str(mode).strip().lower()
+        if mode not in MODES:
+            raise InvalidInputError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        if mode == "verbatim":
+            return ExtractionMode.VERBATIM, None
+        if mode == "rules":
+            return ExtractionMode.RULES, None
+        lm = llm
+        if lm is None:
+            factory = getattr(self.bank.engine, "language_model", None)
+            lm = factory() if callable(factory) else None
+            self._own_lm = lm is not None
+        if mode == "llm":
+            if lm is None:
+                raise InvalidInputError(
+                    "llm mode needs a language model: choose an Ollama model in Settings "
+                    "(or run with --mode rules)"
+                )
+            if not lm.available():
+                from core.providers.llm import LanguageModelError
+
+                self._close_lm(lm)
+                raise LanguageModelError(
+                    f"llm mode: model '{lm.name}' is not available at {lm.host} — is "
+                    "`ollama serve` running and the model pulled? (or run with --mode rules)",
+                    "unreachable",
+                )
+            return ExtractionMode.LLM, lm
+        if lm is not None and lm.available():
+            return ExtractionMode.LLM, lm
+        if lm is not None:
+            self._close_lm(lm)
+        return ExtractionMode.RULES, None
+
+    def _extractor(self):
+        if self.mode is ExtractionMode.LLM:
+            from core.retain.llm_extract import LlmExtractor
+
+            return LlmExtractor(self.lm)
+        from core.retain.rules import RulesExtractor
+
+        return RulesExtractor()
+
+    def _close_lm(self, lm: LanguageModel) -> None:
+        if self._own_lm:
+            lm.close()
+            self._own_lm = False
+
+    def _note_failure(self, error: ExtractionError) -> None:
+        if getattr(error, "kind", "") in ("unreachable", "timeout"):
+            self._down_streak += 1
+            if self._down_streak >= DOWN_AFTER:
+                self.model_down = str(error)
+        else:
+            self._down_streak = 0
+
+    def close(self) -> None:
+        closer = getattr(self.extractor, "close", None)
+        if callable(closer):
+            closer()
+        if self.lm is not None:
+            self._close_lm(self.lm)
+
+    # -- progress --------------------------------------------------------------
+
+    def plan_progress(self, documents: Sequence[Document]) -> None:
+        # Each chunk is a step; embedding and writing are one step each per document.
+        for document in documents:
+            self.total += self._chunk_count(document) + 2
+
+    def _chunk_count(self, document: Document) -> int:
+        if self.mode is ExtractionMode.VERBATIM:
+            return 1
+        return max(1, len(chunk_exchanges(document)))
+
+    def step(self, message: str, n: int = 1) -> None:
+        self.done = min(self.done + n, self.total)
+        report(self.progress, self.done, self.total, message)
+
+    # -- one document ----------------------------------------------------------
+
+    def ingest_document(self, document: Document) -> None:
+        bank = self.bank
+        check_document(document)
+        digest = content_hash(document)
+        title = document.title or "conversation"
+        existing = stored_with_hash(bank.store.reader(), digest)
+        steps = self._chunk_count(document) + 2
+        if existing and not self.force:
+            self.report.documents.append(DocumentResult(existing[0], title, "skipped"))
+            self.step(f"{title}: already in the bank, skipped", steps)
+            return
+        document_id = (
+            existing[0] if existing else new_document_id(bank.store.reader(), document, digest)
+        )
+        replaced = units_of(bank.store.reader(), existing[0]) if existing else []
+
+        t0 = time.perf_counter()
+        extraction = self._extract(document, document_id, title)
+        self.report._time("extract", time.perf_counter() - t0)
+        result = DocumentResult(document_id, title, "ingested", turns=len(document.turns))
+        self.report.failures += extraction.failures
+        result.failed_chunks = len(extraction.failures)
+        if extraction.failures and len(extraction.failures) >= extraction.chunks:
+            result.status = "failed"
+            self.report.documents.append(result)
+            self.step(f"{title}: no chunk could be extracted; nothing written", 2)
+            return
+
+        check(self.cancel)
+        t0 = time.perf_counter()
+        vectors = self.embed([f.text for f in extraction.facts])
+        self.report._time("embed", time.perf_counter() - t0)
+        self.step(f"{title}: embedded {len(extraction.facts)} facts")
+
+        check(self.cancel)
+        t0 = time.perf_counter()
+        plan = plan_document(self, document, document_id, extraction.facts, vectors, replaced)
+        self.report._time("plan", time.perf_counter() - t0)
+
+        check(self.cancel)
+        t0 = time.perf_counter()
+        change = write_document(
+            bank.store,
+            self.report,
+            self.mode,
+            document,
+            document_id,
+            digest,
+            existing,
+            replaced,
+            plan,
+            extraction.failures,
+        )
+        self.report._time("write", time.perf_counter() - t0)
+        self.step(f"{title}: written")
+
+        self._account(result, plan, change)
+        self.report.turns += len(document.turns)
+
+    # -- step 1: extract ---------------------------------------------------------
+
+    def _extract(self, document: Document, document_id: str, title: str) -> Extraction:
+        turns = {t.id: t for t in document.turns}
+        if self.mode is ExtractionMode.VERBATIM:
+            check(self.cancel)
+            facts = [
+                clean_fact(f, turns, (f.source_ids[0],), 0)
+                for f in verbatim_facts(document, self.agent, known_names(self.bank.store.reader()))
+            ]
+            self.step(f"{title}: {len(facts)} turns")
+            return Extraction([f for f in facts if f is not None], [], 1)
+        exchanges = chunk_exchanges(document)
+        # Names found in earlier exchanges are known to the later ones ("Priya" at
+        # the start of a sentence is a name once she was named mid-sentence).
+        known = known_names(self.bank.store.reader())
+        seen = {n.casefold() for n in known}
+        facts: list[Fact] = []
+        failures: list[ChunkFailure] = []
+        for i, exchange in enumerate(exchanges):
+            check(self.cancel)
+            if self.model_down is not None:
+                # The server stopped answering: the rest would only wait for timeouts.
+                reason = f"not attempted: the language model stopped answering ({self.model_down})"
+                failures.append(ChunkFailure(document_id, title, exchange.turn_ids, reason))
+                self.step(f"{title}: chunk {i + 1}/{len(exchanges)} skipped")
+                continue
+            try:
+                extracted = self.extractor.extract(exchange, self.agent, known)
+            except ExtractionError as error:
+                failures.append(ChunkFailure(document_id, title, exchange.turn_ids, str(error)))
+                self._note_failure(error)
+                self.step(f"{title}: chunk {i + 1}/{len(exchanges)} failed")
+                continue
+            self._down_streak = 0
+            base = len(facts)
+            for fact in extracted:
+                cleaned = clean_fact(fact, turns, exchange.turn_ids, base, exchange.when)
+                if cleaned is not None:
+                    facts.append(cleaned)
+                    learn_names(known, seen, (m.name for m in cleaned.mentions))
+            self.step(f"{title}: extracted chunk {i + 1}/{len(exchanges)}")
+        return Extraction(facts, failures, max(1, len(exchanges)))
+
+    # -- step 2: embed -----------------------------------------------------------
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        embedder = self.bank.engine.embedder
+        parts = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            check(self.cancel)
+            parts.append(embedder.embed(list(texts[start : start + EMBED_BATCH])))
+        if not parts:
+            return np.zeros((0, self.bank.store.dim), dtype=np.float32)
+        return np.vstack(parts).astype(np.float32, copy=False)
+
+    # -- step 3: plan asks the run ---------------------------------------------
+
+    def assessment(
+        self,
+        evidence: str,
+        state: OpinionState,
+        similarity: float,
+        shared_entity: bool,
+        plan: OpinionPlan,
+    ) -> Assessment:
+        if self.lm is not None and self.mode is ExtractionMode.LLM and self.model_down is None:
+            check(self.cancel)
+            from core.providers.llm import LanguageModelError
+
+            try:
+                return assess_llm(self.lm, evidence, state.text, state.confidence)
+            except LanguageModelError as error:
+                plan.fallbacks.append(str(error))
+                if error.kind in ("unreachable", "timeout"):
+                    self.model_down = str(error)
+        return assess_rules(evidence, state.text, similarity, shared_entity)
+
+    # -- the report --------------------------------------------------------------
+
+    def _account(self, result: DocumentResult, plan: Plan, change: Change) -> None:
+        r = self.report
+        for unit in plan.units:
+            r.facts[str(unit.network)] = r.facts.get(str(unit.network), 0) + 1
+        result.facts = len(plan.units)
+        r.duplicates_merged += plan.duplicates
+        r.entities_new += len(plan.resolver.new_entities)
+        r.entities_matched += plan.resolver.matched
+        r.entities_merged += plan.resolver.merged
+        for kind, count in plan.links.counts().items():
+            r.links[kind] = r.links.get(kind, 0) + count
+        r.opinions_formed += sum(1 for e in plan.opinions.events if e.relation == FORMED)
+        r.opinions_updated += plan.opinions.assessed
+        r.opinion_events += len(plan.opinions.events)
+        r.jobs_queued += len(change.added.get(Kind.JOB, ()))
+        r.documents.append(result)
+        r.change = r.change | change
+
+
+__all__ = ["MODES", "ingest"]

@@ -1,0 +1,415 @@
+"""Importing a `.engram` file as a new bank, or in place of one, atomically.
+
+The new bank is built in a hidden temporary folder under the banks folder
+(`.import-<token>`), which has no `bank.json` label until the very end, so no
+listing ever shows a half bank. Only when it is complete — every table
+loaded and counted, indexes built, the three stores agreeing — is it moved
+into place:
+
+- new bank: rename the temporary folder to a free slug, then write the label;
+- replace: rename the old bank's folder aside (`.replaced-<token>-<slug>`),
+  rename the new one into its place, write the label, then delete the old.
+
+A crash (SIGKILL included) at any point leaves either the old state or the
+new one: on the next `Engine` start `cleanup_stale_imports` deletes unlabeled
+import folders nobody holds, and puts a set-aside bank back if its
+replacement never got its label (or deletes it if the replacement did).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import os
+import shutil
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from core.progress import CancelToken, Progress, check, report
+from core.snapshot.archive import Manifest, SnapshotError, SnapshotReader, disk_space_ok
+from core.snapshot.export import LOCAL_META, NOT_EXPORTED
+from core.store.bank_store import BankStore, utcnow
+from core.store.filters import sql_string
+from core.store.lock import LOCK_NAME, BankLock
+from core.types import BankExistsError, new_id
+
+if TYPE_CHECKING:
+    from core.bank import Bank
+    from core.engine import Engine
+
+IMPORT_PREFIX = ".import-"
+REPLACED_PREFIX = ".replaced-"
+IMPORT_LOCK = "import.lock"
+STAGING = ".snapshot"
+BATCH_ROWS = 8192
+MEMORY_LIMIT = "64MB"
+# Test hook: a crash test names a point here and the import SIGKILLs itself there.
+FAULT_ENV = "ENGRAM_IMPORT_FAULT"
+
+
+def _fault(point: str) -> None:
+    if os.environ.get(FAULT_ENV) == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@functools.lru_cache(maxsize=1)
+def schema_columns() -> dict[str, dict[str, bool]]:
+    """table -> {column: nullable} of a freshly migrated bank."""
+    from core.store.schema import migrate
+
+    con = duckdb.connect()
+    try:
+        migrate(con)
+        out: dict[str, dict[str, bool]] = {}
+        for table, column, nullable in con.execute(
+            "SELECT c.table_name, c.column_name, c.is_nullable FROM duckdb_columns() c"
+            " JOIN duckdb_tables() t ON t.database_name = c.database_name"
+            " AND t.schema_name = c.schema_name AND t.table_name = c.table_name"
+            " WHERE c.database_name = current_database() AND c.schema_name = 'main'"
+            " ORDER BY c.table_name, c.column_index"
+        ).fetchall():
+            out.setdefault(table, {})[column] = bool(nullable)
+        return out
+    finally:
+        con.close()
+
+
+class _FileLock:
+    """An exclusive flock held while an import folder is being built."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            self._fd = None
+            raise
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _free(path: Path) -> bool:
+    """True if nobody holds an flock on `path` (a missing file is free)."""
+    try:
+        lock = _FileLock(path)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    lock.release()
+    return True
+
+
+def cleanup_stale_imports(banks_dir: Path) -> list[Path]:
+    """Finish what crashed imports left: returns the folders removed or restored."""
+    touched: list[Path] = []
+    if not banks_dir.is_dir():
+        return touched
+    from core.engine import LABEL
+
+    for folder in sorted(banks_dir.iterdir()):
+        lock = folder / IMPORT_LOCK
+        if not folder.is_dir() or not lock.exists() or not _free(lock):
+            continue
+        if (folder / LABEL).exists():
+            lock.unlink(missing_ok=True)  # committed; only the lock file was left
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+            touched.append(folder)
+    for folder in sorted(banks_dir.glob(REPLACED_PREFIX + "*")):
+        if not folder.is_dir() or not _free(folder / LOCK_NAME):
+            continue
+        slug = folder.name[len(REPLACED_PREFIX) :].split("-", 1)[-1]
+        home = banks_dir / slug
+        if (home / LABEL).exists():
+            shutil.rmtree(folder, ignore_errors=True)  # the replacement was committed
+        else:
+            if home.exists():
+                shutil.rmtree(home, ignore_errors=True)
+            os.rename(folder, home)  # the replacement never completed: roll back
+        touched.append(folder)
+    return touched
+
+
+def import_snapshot(
+    engine: Engine,
+    path: str | Path,
+    name: str | None = None,
+    replace: bool = False,
+    progress: Progress | None = None,
+    cancel: CancelToken | None = None,
+) -> Bank:
+    """Import a snapshot as bank `name` (default: the name it was exported with).
+
+    With `replace`, an existing bank of that name is replaced atomically; without,
+    an existing name is refused. A snapshot embedded with another model is
+    re-embedded with this engine's. Any problem raises `SnapshotError` (an
+    `EngramError`) and leaves every bank as it was."""
+    from core.engine import validate_bank_name
+
+    columns = schema_columns()
+    known = set(columns) - NOT_EXPORTED
+    with SnapshotReader(path, known_tables=known) as snapshot:
+        manifest = snapshot.manifest
+        name = validate_bank_name(manifest.bank_name if name is None else name)
+        existing = next((b.folder for b in engine.banks() if b.name == name), None)
+        if existing is not None and not replace:
+            raise BankExistsError(
+                f"a bank named {name!r} already exists: import with another name, or replace it"
+            )
+        if existing is not None and existing not in engine._open:
+            # Fail now, not after the work, if another process has it open.
+            probe = BankLock(existing, name)
+            probe.acquire()
+            probe.release()
+        disk_space_ok(engine.banks_dir, snapshot.total_bytes)
+        token = new_id()
+        temp = engine.banks_dir / f"{IMPORT_PREFIX}{token}"
+        temp.mkdir()
+        guard = _FileLock(temp / IMPORT_LOCK)
+        try:
+            files = snapshot.extract(temp / STAGING, progress, cancel)
+            _fault("extracted")
+            _build(engine, temp, name, manifest, files, progress, cancel)
+            shutil.rmtree(temp / STAGING)
+            _fault("built")
+            folder = _commit(engine, temp, token, name, existing)
+        except BaseException:
+            shutil.rmtree(temp, ignore_errors=True)
+            raise
+        finally:
+            guard.release()
+    (folder / IMPORT_LOCK).unlink(missing_ok=True)
+    return engine.open_bank(name)
+
+
+def _build(
+    engine: Engine,
+    temp: Path,
+    name: str,
+    manifest: Manifest,
+    files: dict[str, Path],
+    progress: Progress | None,
+    cancel: CancelToken | None,
+) -> None:
+    model, dim = engine.embedding_spec
+    reembed = (manifest.embedding_model, manifest.embedding_dim) != (model, dim)
+    store = BankStore(temp, name, model, dim)
+    try:
+        con = store.reader()
+        # Nothing else uses this database yet: keep DuckDB's cache small so a big
+        # snapshot streams through instead of piling up in memory.
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        for table in sorted(files, key=lambda t: (t != "meta", t)):
+            _load_table(engine, con, table, files[table], manifest, reembed, progress, cancel)
+        if not reembed:
+            wrong = con.execute(
+                "SELECT count(*) FROM units WHERE len(vector) <> ?", [manifest.embedding_dim]
+            ).fetchall()[0][0]
+            if wrong:
+                raise SnapshotError(
+                    f"{wrong} unit vector(s) do not have the manifest's"
+                    f" {manifest.embedding_dim} dimensions"
+                )
+        _index(store, progress, cancel)
+        _check_consistent(store)
+    finally:
+        store.close()
+
+
+def _load_table(
+    engine: Engine,
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    file: Path,
+    manifest: Manifest,
+    reembed: bool,
+    progress: Progress | None,
+    cancel: CancelToken | None,
+) -> None:
+    expected = manifest.counts[table]
+    columns = schema_columns()[table]
+    try:
+        parquet = pq.ParquetFile(file)
+        names = parquet.schema_arrow.names
+    except Exception as error:  # noqa: BLE001 - pyarrow raises several kinds on bad input
+        raise SnapshotError(f"{file.name} is not a valid Parquet file ({error})") from None
+    if parquet.metadata.num_rows != expected:
+        raise SnapshotError(
+            f"the manifest says {table} has {expected} rows; {file.name} holds"
+            f" {parquet.metadata.num_rows}"
+        )
+    unknown = [c for c in names if c not in columns]
+    if unknown or len(set(names)) != len(names):
+        raise SnapshotError(f"{file.name} has unexpected column(s): {unknown or names}")
+    missing = [c for c, nullable in columns.items() if not nullable and c not in names]
+    if missing:
+        raise SnapshotError(f"{file.name} lacks required column(s): {missing}")
+    if reembed and table == "units" and "text" not in names:
+        raise SnapshotError("units.parquet has no text to re-embed")
+    loaded = 0
+    try:
+        if table == "meta" or (table == "units" and reembed):
+            loaded = _load_batches(engine, con, table, parquet, reembed, expected, progress, cancel)
+        else:
+            # DuckDB reads the file itself: streamed, written straight to its blocks.
+            check(cancel)
+            con.execute(
+                f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet({sql_string(str(file))})"
+            )
+            loaded = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+            if table == "units":
+                con.execute("CHECKPOINT")
+                report(progress, loaded, expected, "loading units")
+    except SnapshotError:
+        raise
+    except (duckdb.Error, pa.ArrowException, OSError, ValueError, TypeError) as error:
+        raise SnapshotError(f"{file.name} cannot be loaded ({error})") from None
+    if loaded != expected:
+        raise SnapshotError(
+            f"the manifest says {table} has {expected} rows; {file.name} yielded {loaded}"
+        )
+    if table != "meta":
+        stored = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        if stored != expected:
+            raise SnapshotError(f"{table}: {expected} rows in the snapshot, {stored} stored")
+
+
+def _load_batches(
+    engine: Engine,
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    parquet: pq.ParquetFile,
+    reembed: bool,
+    expected: int,
+    progress: Progress | None,
+    cancel: CancelToken | None,
+) -> int:
+    """Rows through Python, a batch at a time: meta (local keys dropped) and units
+    that must be re-embedded."""
+    loaded = 0
+    verb = "INSERT OR REPLACE" if table == "meta" else "INSERT"
+    for batch in parquet.iter_batches(BATCH_ROWS):
+        check(cancel)
+        data = pa.Table.from_batches([batch])
+        if table == "meta":
+            keep = [k not in LOCAL_META for k in data.column("key").to_pylist()]
+            data = data.filter(pa.array(keep, pa.bool_()))
+        elif reembed:
+            data = _reembedded(engine, data)
+        con.register("_snapshot_batch", data)
+        try:
+            con.execute(f"{verb} INTO {table} BY NAME SELECT * FROM _snapshot_batch")
+        finally:
+            con.unregister("_snapshot_batch")
+        loaded += batch.num_rows
+        if table == "units":
+            if loaded % (BATCH_ROWS * 8) == 0:
+                con.execute("CHECKPOINT")  # inserted rows leave memory for the file
+            report(progress, loaded, expected, "re-embedding units")
+    return loaded
+
+
+def _check_consistent(store: BankStore) -> None:
+    """The three stores agree and no row points at nothing (without loading every
+    vector, as a full verify would)."""
+    con = store.reader()
+    units = con.execute("SELECT count(*) FROM units").fetchall()[0][0]
+    if not units == store.vectors.count() == store.lexical.count() or store.pending():
+        raise SnapshotError("the imported bank's indexes do not agree with its units")
+    dangling = {
+        "mentions": "SELECT count(*) FROM mentions m WHERE m.unit_id NOT IN (SELECT id FROM units)"
+        " OR m.entity_id NOT IN (SELECT id FROM entities)",
+        "links": "SELECT count(*) FROM links l WHERE l.source NOT IN (SELECT id FROM units)"
+        " OR l.target NOT IN (SELECT id FROM units)",
+        "opinion_events": "SELECT count(*) FROM opinion_events o"
+        " WHERE o.opinion_id NOT IN (SELECT id FROM units)",
+    }
+    found = {t: con.execute(sql).fetchall()[0][0] for t, sql in dangling.items()}
+    if any(found.values()):
+        raise SnapshotError(
+            "the snapshot is inconsistent (rows pointing at units or entities it does"
+            f" not hold: {found})"
+        )
+
+
+def _reembedded(engine: Engine, data: pa.Table) -> pa.Table:
+    texts = data.column("text").to_pylist()
+    if any(not isinstance(t, str) for t in texts):
+        raise SnapshotError("units.parquet has a unit without text")
+    vectors = np.asarray(engine.embedder.embed(texts), dtype=np.float32)
+    model = engine.embedding_spec[0]
+    column = pa.array(list(vectors), pa.list_(pa.float32()))
+    data = data.set_column(data.schema.get_field_index("vector"), "vector", column)
+    if "embedding_model" in data.schema.names:
+        data = data.set_column(
+            data.schema.get_field_index("embedding_model"),
+            "embedding_model",
+            pa.array([model] * data.num_rows, pa.string()),
+        )
+    return data
+
+
+def _index(store: BankStore, progress: Progress | None, cancel: CancelToken | None) -> None:
+    """Build the new bank's (empty) indexes from its units, in chunks."""
+    from core.store.rebuild import fill_indexes
+
+    fill_indexes(store.reader(), store.vectors, store.lexical, progress, cancel)
+
+
+def _commit(engine: Engine, temp: Path, token: str, name: str, existing: Path | None) -> Path:
+    """Move the complete bank into place; the label written last is the commit."""
+    from core.engine import _slug, _write_label
+
+    label = {"name": name, "created_at": utcnow().isoformat()}
+    if existing is None:
+        slug = _slug(name)
+        folder = engine.banks_dir / slug
+        n = 2
+        while folder.exists():
+            folder = engine.banks_dir / f"{slug}-{n}"
+            n += 1
+        os.rename(temp, folder)
+        _fault("moved")
+        try:
+            _write_label(folder, label)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return folder
+    if existing in engine._open:
+        engine._open[existing].close()
+    lock = BankLock(existing, name)
+    lock.acquire()
+    aside = engine.banks_dir / f"{REPLACED_PREFIX}{token}-{existing.name}"
+    try:
+        os.rename(existing, aside)
+        _fault("set-aside")
+        try:
+            os.rename(temp, existing)
+            _fault("moved")
+            _write_label(existing, label)
+        except BaseException:
+            # The label was not written: the old bank goes back where it was.
+            if existing.exists():
+                shutil.rmtree(existing, ignore_errors=True)
+            os.rename(aside, existing)
+            raise
+        _fault("committed")
+        # Still holding its lock, so nobody opens the old bank as it goes.
+        shutil.rmtree(aside, ignore_errors=True)
+    finally:
+        lock.release()
+    return existing

@@ -1,0 +1,373 @@
+"""The graph package: model, layout, activation frames, the widget and its controls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+
+from app.graph.activation import Timeline, params_from_settings, rerun, timeline
+from app.graph.animation import ActivationPlayer
+from app.graph.layout import ASPECT, components, force_layout
+from app.graph.model import LINK_KINDS, UNKNOWN_NETWORK, GraphData, trace_node_ids
+from app.graph.widget import GraphWidget
+from app.runner import Runner
+from core import adjacency, spread
+
+MU = {"causal": 1.0, "entity": 0.9, "temporal": 0.6, "semantic": 0.6}
+
+
+def chain() -> GraphData:
+    """a -entity- b -causal- c -temporal- d, and e alone; f of an unknown network."""
+    nodes = [("a", "world"), ("b", "experience"), ("c", "opinion"), ("d", "observation")]
+    nodes += [("e", "world"), ("f", "mystery")]
+    links = [
+        ("a", "b", "entity", 1.0),
+        ("b", "a", "entity", 0.5),  # the reverse row retain also stores: kept once
+        ("b", "c", "causal", 0.8),
+        ("c", "d", "temporal", 0.5),
+        ("d", "zz", "semantic", 0.9),  # to a node not shown: dropped
+        ("e", "e", "semantic", 1.0),  # self-loop: dropped
+        ("a", "c", "nonsense", 1.0),  # unknown kind: dropped
+    ]
+    return GraphData.build(nodes, links, {"a": "Alice works at Google", "b": "I met Alice"})
+
+
+def random_graph(n: int, m: int, seed: int = 3) -> GraphData:
+    rng = np.random.default_rng(seed)
+    ids = [f"u{i:04d}" for i in range(n)]
+    links = [
+        (ids[a], ids[b], LINK_KINDS[k], float(w))
+        for a, b, k, w in zip(
+            rng.integers(0, n, m),
+            rng.integers(0, n, m),
+            rng.integers(0, 4, m),
+            rng.random(m),
+            strict=True,
+        )
+    ]
+    return GraphData.build([(u, "world") for u in ids], links)
+
+
+# -- model and layout ---------------------------------------------------------------
+
+
+def test_build_keeps_each_link_once_and_drops_what_it_cannot_show() -> None:
+    g = chain()
+    assert g.ids == ("a", "b", "c", "d", "e", "f")
+    assert g.network[-1] == UNKNOWN_NETWORK
+    assert g.edge_count == 3
+    assert sorted(g.links()) == [
+        ("a", "b", "entity", 1.0),
+        ("b", "c", "causal", 0.8),
+        ("c", "d", "temporal", 0.5),
+    ]
+    assert g.degree().tolist() == [1, 2, 2, 1, 0, 0]
+    assert g.label(0) == "Alice works at Google" and g.label(2) == "c"
+
+
+def test_trace_node_ids_orders_activation_then_channels_then_fused() -> None:
+    trace = {
+        "activation": {
+            "seeds": [{"node": "s", "activation": 0.9}],
+            "steps": [
+                {
+                    "step": 1,
+                    "node": "n",
+                    "from": "s",
+                    "edge": "entity",
+                    "weight": 1.0,
+                    "activation": 0.7,
+                }
+            ],
+        },
+        "channels": {"semantic": {"ids": ["s", "x"]}, "lexical": {"ids": ["y"]}},
+        "fused": [{"id": "z"}, {"id": "x"}],
+    }
+    assert trace_node_ids(trace) == ["s", "n", "x", "y", "z"]
+
+
+def test_layout_is_stable_whatever_the_input_order() -> None:
+    g = random_graph(120, 300)
+    pos = force_layout(g)
+    assert pos.shape == (120, 2)
+    assert np.abs(pos[:, 1]).max() <= 1.0 + 1e-9
+    assert np.abs(pos[:, 0]).max() <= ASPECT + 1e-9
+    shuffled_nodes = [(u, "world") for u in reversed(g.ids)]
+    g2 = GraphData.build(shuffled_nodes, list(reversed(g.links())))
+    pos2 = force_layout(g2)
+    by_id = {u: pos2[i] for i, u in enumerate(g2.ids)}
+    assert np.array_equal(np.array([by_id[u] for u in g.ids]), pos)
+    assert np.array_equal(force_layout(g), pos)  # and again: no hidden randomness
+
+
+def test_layout_puts_linked_nodes_closer_than_unlinked_ones() -> None:
+    # Two dense clusters joined by one edge: within-cluster distances are shorter.
+    links = [(f"a{i}", f"a{j}", "entity", 1.0) for i in range(10) for j in range(i + 1, 10)]
+    links += [(f"b{i}", f"b{j}", "entity", 1.0) for i in range(10) for j in range(i + 1, 10)]
+    links.append(("a0", "b0", "semantic", 0.5))
+    nodes = [(f"a{i}", "world") for i in range(10)] + [(f"b{i}", "opinion") for i in range(10)]
+    g = GraphData.build(nodes, links)
+    pos = force_layout(g)
+    a, b = pos[:10], pos[10:]
+
+    def mean_dist(p: np.ndarray, q: np.ndarray) -> float:
+        return float(np.linalg.norm(p[:, None] - q[None], axis=2).mean())
+
+    assert mean_dist(a, a) < 0.6 * mean_dist(a, b)
+    assert mean_dist(b, b) < 0.6 * mean_dist(a, b)
+
+
+def test_unlinked_nodes_do_not_squeeze_the_linked_part() -> None:
+    # A linked core of 30 and 15 loose nodes, as a real recall trace gives.
+    core = [(f"c{i:02d}", f"c{(i * 7 + 3) % 30:02d}", "entity", 1.0) for i in range(30)]
+    core += [(f"c{i:02d}", f"c{i + 1:02d}", "temporal", 0.5) for i in range(29)]
+    nodes = [(f"c{i:02d}", "world") for i in range(30)] + [
+        (f"loose{i}", "opinion") for i in range(15)
+    ]
+    g = GraphData.build(nodes, core)
+    labels = components(g.node_count, g.src, g.dst)
+    assert len(set(labels[:30].tolist())) == 1 and len(set(labels[30:].tolist())) == 15
+    pos = force_layout(g)
+    core_span = pos[:30].max(axis=0) - pos[:30].min(axis=0)
+    assert core_span[1] > 0.8  # the core fills a good part of the height (total 2)
+    # Loose nodes sit apart from the core's bounding box, not inside it.
+    low, high = pos[:30].min(axis=0), pos[:30].max(axis=0)
+    inside = np.all((pos[30:] >= low) & (pos[30:] <= high), axis=1)
+    assert not inside.any()
+
+
+def test_layout_of_tiny_graphs() -> None:
+    assert force_layout(GraphData.empty()).shape == (0, 2)
+    assert force_layout(GraphData.build([("x", "world")], [])).tolist() == [[0.0, 0.0]]
+
+
+# -- activation -------------------------------------------------------------------------
+
+
+def test_rerun_is_the_engine_rule_over_the_graph_shown() -> None:
+    g = chain()
+    result = rerun(g, {"a": 1.0}, decay=0.8, mu=MU, threshold=0.01, max_steps=5, node_budget=50)
+    engine = spread(
+        {"a": 1.0},
+        adjacency(g.links()),
+        decay=0.8,
+        mu=MU,
+        threshold=0.01,
+        max_steps=5,
+        node_budget=50,
+    )
+    assert result == engine.to_dict()
+    lit = {s["node"]: s["activation"] for s in result["steps"]}
+    assert lit["b"] == pytest.approx(1.0 * 1.0 * 0.8 * 0.9)
+    assert lit["c"] == pytest.approx(lit["b"] * 0.8 * 0.8 * 1.0)
+    assert lit["d"] == pytest.approx(lit["c"] * 0.5 * 0.8 * 0.6)
+
+
+def test_rerun_with_a_kind_filtered_out_stops_at_that_kind() -> None:
+    g = chain()
+    kinds = [k for k in LINK_KINDS if k != "causal"]
+    result = rerun(g, {"a": 1.0}, decay=0.8, mu=MU, threshold=0.01, kinds=kinds)
+    assert [s["node"] for s in result["steps"]] == ["b"]
+
+
+def test_params_from_settings_reads_the_recall_keys() -> None:
+    p = params_from_settings({"recall.activation_decay": 0.5, "recall.mu_causal": 1.5, "x": 1})
+    assert p["decay"] == 0.5 and p["mu"]["causal"] == 1.5 and p["mu"]["entity"] == 0.9
+
+
+def test_timeline_rows_follow_the_steps_and_carried_edges() -> None:
+    g = chain()
+    act = rerun(g, {"a": 1.0}, decay=0.8, mu=MU, threshold=0.01, max_steps=5)
+    tl = timeline(g, act)
+    assert tl.steps == 3
+    assert tl.levels[0].tolist() == [1.0, 0, 0, 0, 0, 0]
+    b, c, d = (g.index[x] for x in "bcd")
+    assert tl.levels[1, b] > 0 and tl.levels[1, c] == 0
+    assert tl.levels[3, d] > 0
+    # Each step carried exactly the edge into the node it lit.
+    carried = [[g.links()[e][:3] for e in tl.carried[s]] for s in range(1, 4)]
+    assert carried == [[("a", "b", "entity")], [("b", "c", "causal")], [("c", "d", "temporal")]]
+    # Halfway through step 1, b is half lit.
+    levels, step, frac = tl.at(5, 10)
+    assert (step, frac) == (1, 0.5)
+    assert levels[b] == pytest.approx(tl.levels[1, b] / 2)
+    assert Timeline.empty(3).steps == 0 and timeline(g, None).levels.shape == (1, 6)
+
+
+# -- the player -----------------------------------------------------------------------------
+
+
+def test_player_steps_scrubs_and_stops_at_the_end(qtbot) -> None:
+    player = ActivationPlayer(frames_per_step=10)
+    player.set_frame_count(31)
+    seen: list[int] = []
+    player.frame_changed.connect(seen.append)
+    player.step()
+    assert player.frame == 10
+    player.step()
+    player.step()
+    player.step()
+    assert player.frame == 30
+    player.step_back()
+    assert player.frame == 20
+    player.seek(15)
+    player.step_back()
+    assert player.frame == 10
+    player.set_speed(4.0)
+    player.seek(0)
+    player.advance()
+    assert player.frame == 4
+    assert seen[:2] == [10, 20]
+    with qtbot.waitSignal(player.finished, timeout=5000):
+        player.play()
+    assert player.frame == 30 and not player.playing
+
+
+# -- the widget -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def widget(qtbot) -> GraphWidget:
+    w = GraphWidget()
+    qtbot.addWidget(w)
+    w.resize(900, 600)
+    w.show()
+    return w
+
+
+def test_animation_advances_frames_and_nodes_grow_with_activation(qtbot, widget) -> None:
+    g = chain()
+    act = rerun(g, {"a": 1.0}, decay=0.8, mu=MU, threshold=0.01, max_steps=5)
+    with qtbot.waitSignal(widget.layout_ready):
+        widget.show_graph(g, activation=act, marked=["b"])
+    assert widget.player.frame == widget.player.last_frame  # shows the end state first
+    widget.player.seek(0)
+    sizes_start = widget.view.sizes()
+    a, b = g.index["a"], g.index["b"]
+    assert sizes_start[a] > sizes_start[b]  # only the seed is lit at frame 0
+    widget.play_button.click()
+    qtbot.waitUntil(lambda: widget.player.frame > widget.player.frames_per_step, timeout=5000)
+    assert widget.play_button.text() == "Pause"
+    qtbot.waitUntil(lambda: not widget.player.playing, timeout=10_000)
+    assert widget.play_button.text() == "Play"
+    assert widget.view.sizes()[b] > sizes_start[b]
+    assert widget.step_label.text() == "step 3 / 3"
+    assert widget.view.marked_ids() == ["b"]
+    assert len(widget.view.rings.points()) == 1
+
+
+def test_step_buttons_and_scrub_slider_move_the_frame(widget, qtbot) -> None:
+    g = chain()
+    act = rerun(g, {"a": 1.0}, decay=0.8, mu=MU, threshold=0.01, max_steps=5)
+    widget.show_graph(g, activation=act)
+    qtbot.waitSignal(widget.layout_ready, timeout=100, raising=False)
+    widget.player.seek(0)
+    widget.step_button.click()
+    assert widget.player.frame == widget.player.frames_per_step
+    # In step 1 the a–b entity edge lights up in the "active" curve.
+    widget.scrub.setValue(widget.player.frames_per_step // 2)
+    assert widget.player.frame == widget.player.frames_per_step // 2
+    x, _y = widget.view.active_curves["entity"].getData()
+    assert x is not None and len(x) == 2
+    widget.back_button.click()
+    assert widget.player.frame == 0
+
+
+def test_decay_and_mu_sliders_rerun_the_activation(widget, qtbot) -> None:
+    g = chain()
+    act = rerun(g, {"a": 1.0}, decay=0.8, mu=MU, threshold=0.01, max_steps=5)
+    widget.show_graph(g, activation=act, params={"threshold": 0.01, "max_steps": 5})
+    b = g.index["b"]
+    before = float(widget.timeline.levels[-1, b])
+    with qtbot.waitSignal(widget.activation_changed, timeout=2000) as blocker:
+        widget.decay_slider.slider.setValue(50)  # δ = 0.5
+    lit = {s["node"]: s["activation"] for s in blocker.args[0]["steps"]}
+    assert lit["b"] == pytest.approx(1.0 * 0.5 * 0.9)
+    assert float(widget.timeline.levels[-1, b]) == pytest.approx(lit["b"]) != before
+    with qtbot.waitSignal(widget.activation_changed, timeout=2000) as blocker:
+        widget.mu_sliders["entity"].slider.setValue(25)  # μ(entity) = 0.5
+    lit = {s["node"]: s["activation"] for s in blocker.args[0]["steps"]}
+    assert lit["b"] == pytest.approx(0.5 * 0.5)
+
+
+def test_link_filter_hides_the_kind_and_stops_it_carrying(widget, qtbot) -> None:
+    g = chain()
+    act = rerun(g, {"a": 1.0}, decay=0.8, mu=MU, threshold=0.01, max_steps=5)
+    widget.show_graph(g, activation=act, params={"threshold": 0.01, "max_steps": 5})
+    with qtbot.waitSignal(widget.activation_changed, timeout=2000) as blocker:
+        widget.kind_boxes["causal"].setChecked(False)
+    assert not widget.view.base_curves["causal"].isVisible()
+    assert widget.view.base_curves["entity"].isVisible()
+    assert [s["node"] for s in blocker.args[0]["steps"]] == ["b"]
+    assert "causal" not in widget.visible_kinds()
+
+
+def test_clicking_a_node_emits_its_unit_id(widget, qtbot) -> None:
+    g = chain()
+    widget.show_graph(g)
+    qtbot.waitUntil(lambda: widget.view.graph is g)
+    widget.view.getPlotItem().getViewBox().setRange(
+        xRange=(-1.2, 1.2), yRange=(-1.2, 1.2), padding=0
+    )
+    qtbot.wait(1)  # let the view apply its range before mapping coordinates
+    scene = widget.view.node_scene_pos("c")
+    point = widget.view.mapFromScene(scene)
+    with qtbot.waitSignal(widget.node_clicked, timeout=2000) as blocker:
+        qtbot.mouseClick(widget.view.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    assert blocker.args == ["c"]
+
+
+def test_hover_label_and_top_labels(widget) -> None:
+    g = chain()
+    act = rerun(g, {"a": 1.0}, decay=0.8, mu=MU, threshold=0.01, max_steps=5)
+    widget.show_graph(g, activation=act)
+    widget.view.hover_node("a")
+    assert widget.view.hover_text().startswith("Alice works at Google")
+    assert "activation 1.000" in widget.view.hover_text()
+    widget.view.hover_node(None)
+    assert widget.view.hover_text() == ""
+    # Lit nodes are labelled, strongest first; unlit ones (e, f) are not.
+    assert widget.view.labelled() == ["a", "b", "c", "d"]
+
+
+def test_selection_ring_follows_the_selected_node(widget) -> None:
+    widget.show_graph(chain())
+    widget.select("d")
+    assert widget.view.selected_id == "d"
+    pos = widget.view.selection.points()[0].pos()
+    i = widget.view.graph.index["d"]
+    assert (pos.x(), pos.y()) == pytest.approx(tuple(widget.positions[i]))
+    widget.select(None)
+    assert len(widget.view.selection.points()) == 0
+
+
+def test_layout_runs_in_the_runner(qtbot) -> None:
+    runner = Runner()
+    w = GraphWidget(runner=runner)
+    qtbot.addWidget(w)
+    g = random_graph(300, 900)
+    with qtbot.waitSignal(w.layout_ready, timeout=30_000):
+        w.show_graph(g)
+    assert runner.submitted == 1
+    assert np.array_equal(w.positions, force_layout(g))
+    # A graph replaced while it was being laid out never shows.
+    g2 = chain()
+    with qtbot.waitSignal(w.layout_ready, timeout=30_000):
+        w.show_graph(g)
+        w.show_graph(g2)
+    qtbot.waitUntil(lambda: not runner.busy, timeout=30_000)
+    assert w.view.graph is g2
+    runner.shutdown()
+
+
+def test_screenshot_of_the_graph_mid_animation(qtbot, widget, tmp_path) -> None:
+    g = random_graph(160, 320, seed=11)
+    seeds = {g.ids[i]: 0.95 - 0.1 * i for i in range(3)}
+    act = rerun(g, seeds, decay=0.85, mu=MU, threshold=0.05, max_steps=4)
+    widget.show_graph(g, activation=act, marked=[s["node"] for s in act["steps"][:5]])
+    widget.player.seek(int(widget.player.frames_per_step * 2.5))
+    out = tmp_path / "graph.png"
+    assert widget.grab().save(str(out))
+    assert out.stat().st_size > 10_000
+    _ = QPointF  # imported for the click test's coordinates

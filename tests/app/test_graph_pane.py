@@ -1,0 +1,80 @@
+"""The Graph pane on a real (ingested) bank: a query's, a unit's and an entity's
+neighbourhood, the packed results ringed, a click showing the unit."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.graph.neighbourhood import of_entity, of_trace, of_unit
+from app.graph.pane import GraphPane
+from app.runner import Runner
+from app.state import StudioState
+
+QUERY = "What went wrong with Atlas in June?"
+
+
+@pytest.fixture
+def demo_state(qtbot, demo_engine):
+    runner = Runner()
+    state = StudioState(demo_engine, runner)
+    state.set_bank(demo_engine.open_bank("Demo"))
+    yield state
+    runner.shutdown()
+
+
+def test_neighbourhoods_hold_the_trace_and_the_links_between_its_units(demo_state) -> None:
+    bank = demo_state.bank
+    result = bank.recall(QUERY)
+    nb = of_trace(bank, result.trace, result.unit_ids)
+    ids = set(nb.graph.ids)
+    assert set(result.unit_ids) <= ids and set(nb.packed) == set(result.unit_ids)
+    for step in result.trace["activation"]["steps"]:
+        assert step["node"] in ids and step["from"] in ids
+    # Every edge shown is a real link of the bank.
+    for source, target, kind, _w in nb.graph.links()[:50]:
+        assert any(link.target == target and str(link.kind) == kind for link in bank.links(source))
+    unit = result.unit_ids[0]
+    around = of_unit(bank, unit)
+    assert unit in around.graph.index and around.activation["seeds"][0]["node"] == unit
+    entity = bank.entities()[0]
+    mentioned = of_entity(bank, entity.name)
+    assert {u.id for u in bank.units(entity=entity.id, limit=None)} <= set(mentioned.graph.ids)
+
+
+def test_a_query_shows_its_neighbourhood_and_a_click_shows_the_unit(qtbot, demo_state) -> None:
+    pane = GraphPane(demo_state)
+    qtbot.addWidget(pane)
+    pane.resize(1200, 800)
+    pane.show()
+    assert pane.stack.currentWidget() is pane.empty
+    with qtbot.waitSignal(pane.graph.layout_ready, timeout=60_000):
+        pane.show_query(QUERY)
+    nb = pane.neighbourhood
+    assert pane.stack.currentWidget() is pane.splitter
+    assert pane.graph.view.graph is nb.graph
+    assert sorted(pane.graph.view.marked_ids()) == sorted(nb.packed)
+    assert "packed results ringed" in pane.status.text()
+    target = nb.packed[0]
+    with qtbot.waitSignal(pane.unit_requested, timeout=5000) as blocker:
+        pane.graph.node_clicked.emit(target)
+    assert blocker.args == [target]
+    assert pane.graph.view.selected_id == target
+    qtbot.waitUntil(lambda: pane.detail.unit is not None and pane.detail.unit.id == target)
+    assert not pane.detail.edit_button.isVisibleTo(pane.detail)
+
+
+def test_unit_and_entity_modes(qtbot, demo_state) -> None:
+    bank = demo_state.bank
+    pane = GraphPane(demo_state)
+    qtbot.addWidget(pane)
+    unit = bank.units(limit=1)[0]
+    with qtbot.waitSignal(pane.graph.layout_ready, timeout=60_000):
+        pane.show_unit(unit.id)
+    assert unit.id in pane.graph.view.graph.index
+    assert pane.mode.currentData() == "unit"
+    entity = bank.entities()[0]
+    with qtbot.waitSignal(pane.graph.layout_ready, timeout=60_000):
+        pane.show_entity(entity.name)
+    assert pane.neighbourhood.title == f"entity: {entity.name}"
+    pane.show_unit("no-such-unit")
+    qtbot.waitUntil(lambda: "Could not read" in pane.status.text(), timeout=10_000)

@@ -1,0 +1,116 @@
+"""The Reflect pane: Θ sliders drive the prompt preview; compare shows N columns and
+commits only the chosen one; profiles save to the bank; past reflections list."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.panes.reflect import ReflectPane, diff_html, theta_label, word_diff
+from app.runner import Runner
+from app.state import StudioState
+from core import Disposition
+from core.reflect import system_prompt
+from core.reflect.disposition import EMPATHY, SKEPTICISM
+from tests.app.conftest import wait_idle
+
+
+@pytest.fixture
+def demo_state(qtbot, demo_engine):
+    runner = Runner()
+    state = StudioState(demo_engine, runner)
+    state.set_bank(demo_engine.open_bank("Demo"))
+    yield state
+    runner.shutdown()
+
+
+@pytest.fixture
+def pane(qtbot, demo_state) -> ReflectPane:
+    pane = ReflectPane(demo_state)
+    qtbot.addWidget(pane)
+    pane.resize(1400, 900)
+    qtbot.waitUntil(lambda: pane.profile is not None, timeout=10_000)
+    return pane
+
+
+def test_word_diff_marks_only_the_words_that_differ() -> None:
+    a = "Tomás fixed the report on Tuesday."
+    b = "Tomás probably fixed the report on Tuesday."
+    assert [p for p, differs in word_diff(b, [a]) if differs] == ["probably"]
+    assert not any(differs for _p, differs in word_diff(a, [b]))
+    # Against several answers, the closest one decides.
+    c = "Nobody knows anything."
+    assert [p for p, d in word_diff(b, [c, a]) if d] == ["probably"]
+    assert "<span" in diff_html(b, [a]) and "&lt;" in diff_html("<b> x", ["y"])
+
+
+def test_sliders_change_the_prompt_preview(qtbot, pane, demo_state) -> None:
+    profile = demo_state.bank.profile()
+    assert pane.preview.toPlainText() == system_prompt(profile, profile.disposition)
+    pane.theta.sliders["skepticism"].setValue(5)
+    assert f"Skepticism 5/5: {SKEPTICISM[5]}" in pane.preview.toPlainText()
+    pane.theta.sliders["empathy"].setValue(1)
+    pane.theta.bias.setValue(90)
+    d = pane.theta.disposition()
+    assert d == Disposition(5, profile.disposition.literalism, 1, 0.9)
+    assert pane.preview.toPlainText() == system_prompt(profile, d)
+    assert f"Empathy 1/5: {EMPATHY[1]}" in pane.preview.toPlainText()
+    assert "Bias strength 0.90" in pane.preview.toPlainText()
+    assert pane.profile_status.text().startswith("Not saved")
+
+
+def test_saving_the_profile_changes_the_bank(qtbot, pane, demo_state) -> None:
+    pane.theta.set_disposition(Disposition(4, 2, 5, 0.35))
+    pane.save_button.click()
+    qtbot.waitUntil(lambda: demo_state.bank.profile().disposition == Disposition(4, 2, 5, 0.35))
+    qtbot.waitUntil(lambda: pane.profile_status.text() == "This is the bank's saved disposition.")
+
+
+def test_compare_shows_n_columns_and_commits_only_the_chosen_one(qtbot, pane, demo_state) -> None:
+    bank = demo_state.bank
+    profiles = [Disposition(5, 5, 1, 0.8), Disposition(1, 1, 5, 0.8), Disposition(3, 3, 3, 0.2)]
+    pane.set_profiles(profiles)
+    assert pane.dispositions() == profiles
+    pane.query.setText("What went wrong with Atlas in June?")
+    with qtbot.waitSignal(pane.compared, timeout=120_000):
+        pane.compare_button.click()
+    assert len(pane.columns) == 3
+    assert [c.reflection.disposition for c in pane.columns] == profiles
+    for column in pane.columns:
+        assert column.answer.toPlainText().strip()
+        assert column.evidence.count() == len(column.reflection.evidence)
+        assert column.commit_button.isEnabled()
+    # No language model in tests: the pane says so, and the answers are extractive.
+    assert all(c.reflection.offline for c in pane.columns)
+    assert pane.offline_banner.isVisibleTo(pane)
+    assert bank.reflections() == []  # comparing keeps nothing
+
+    chosen = pane.columns[1].reflection
+    with qtbot.waitSignal(pane.committed, timeout=30_000):
+        pane.columns[1].commit_button.click()
+    kept = bank.reflections()
+    assert [r.id for r in kept] == [chosen.id]
+    assert kept[0].disposition == profiles[1]
+    assert pane.columns[1].commit_button.text() == "Committed ✓"
+    assert not any(c.commit_button.isEnabled() for c in pane.columns)
+    wait_idle(qtbot, demo_state.runner)
+    assert pane.history.rowCount() == 1
+    assert pane.history.item(0, 2).text() == theta_label(profiles[1])
+    pane.history.selectRow(0)
+    assert chosen.query in pane.history_detail.toPlainText()
+
+
+def test_the_profile_list_holds_two_to_four(qtbot, pane) -> None:
+    pane.set_profiles([Disposition(1, 1, 1, 0.0)])
+    assert not pane.compare_button.isEnabled()
+    pane.theta.set_disposition(Disposition(2, 2, 2, 0.5))
+    pane.add_button.click()
+    assert pane.compare_button.isEnabled() and len(pane.dispositions()) == 2
+    pane.add_button.click()  # the same one again: refused
+    assert len(pane.dispositions()) == 2
+    for value in (3, 4):
+        pane.theta.sliders["skepticism"].setValue(value)
+        pane.add_button.click()
+    assert len(pane.dispositions()) == 4 and not pane.add_button.isEnabled()
+    pane.profiles.setCurrentRow(0)
+    pane.remove_button.click()
+    assert len(pane.dispositions()) == 3 and pane.add_button.isEnabled()

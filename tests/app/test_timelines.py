@@ -1,0 +1,163 @@
+"""Opinion timelines: the plotted points are the opinion's events, filters narrow the
+list, hover explains a step and a click opens its evidence."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from app.panes.timelines import TimelinesPane, points_of, step_xy
+from app.runner import Runner
+from app.state import StudioState
+from core import Network
+from core.retain.opinions import OpinionEvent, write_events
+from tests.app.conftest import wait_idle
+
+T0 = datetime(2025, 3, 1, 9, 0)
+
+
+def ev(opinion_id, n, when, relation, before, after, evidence=None, reason="", old=None):
+    return OpinionEvent(
+        f"{opinion_id}-e{n}", opinion_id, when, relation, before, after, evidence, reason, old
+    )
+
+
+@pytest.fixture
+def history(small_bank):
+    """Two opinions with real events in the bank: A moves four times, B twice."""
+    opinions = small_bank.units(Network.OPINION, limit=2)
+    a, b = opinions[0].id, opinions[1].id
+    world = small_bank.units(Network.WORLD, limit=3)
+    events = [
+        ev(a, 0, datetime(2025, 3, 1), "formed", None, 0.5, reason="formed from turns"),
+        ev(a, 1, datetime(2025, 3, 10), "reinforce", 0.5, 0.6, world[0].id, "Alice confirmed it"),
+        ev(
+            a,
+            2,
+            datetime(2025, 4, 2),
+            "contradict",
+            0.6,
+            0.4,
+            world[1].id,
+            "the launch slipped",
+            old="old A",
+        ),
+        ev(a, 3, datetime(2025, 4, 20), "weaken", 0.4, 0.3, world[2].id, "another delay"),
+        ev(b, 0, datetime(2025, 5, 5), "formed", None, 0.7),
+        ev(b, 1, datetime(2025, 5, 9), "reinforce", 0.7, 0.8, world[0].id, "seen again"),
+    ]
+    with small_bank.store.transaction() as tx:
+        write_events(tx.con, events)
+    return small_bank, a, b, world
+
+
+@pytest.fixture
+def pane(qtbot, history):
+    bank = history[0]
+    runner = Runner()
+    state = StudioState(bank.engine, runner)
+    state.set_bank(bank)
+    pane = TimelinesPane(state)
+    qtbot.addWidget(pane)
+    pane.resize(1400, 800)
+    pane.show()
+    wait_idle(qtbot, runner)
+    yield pane
+    runner.shutdown()
+
+
+def test_step_xy_holds_each_value_until_the_next_event(history) -> None:
+    bank, a, _b, _w = history
+    points = points_of(bank.opinion_history(a))
+    x, y = step_xy(points, until=datetime(2025, 5, 1).timestamp())
+    t = [p.when.timestamp() for p in points]
+    assert x.tolist() == [
+        t[0],
+        t[1],
+        t[1],
+        t[2],
+        t[2],
+        t[3],
+        t[3],
+        datetime(2025, 5, 1).timestamp(),
+    ]
+    assert y.tolist() == [0.5, 0.5, 0.6, 0.6, 0.4, 0.4, 0.3, 0.3]
+
+
+def test_timeline_points_match_the_opinions_events(qtbot, pane, history) -> None:
+    bank, a, b, _w = history
+    with qtbot.waitSignal(pane.shown, timeout=10_000):
+        pane.set_checked([a, b])
+    for opinion_id in (a, b):
+        events = bank.opinion_events(opinion_id)
+        assert pane.plot.plotted(opinion_id) == [
+            (e.happened_at.timestamp(), e.confidence_after) for e in events
+        ]
+    # The y axis is fixed to [0, 1] and does not read confidences as milli-units.
+    ymin, ymax = pane.plot.getPlotItem().getViewBox().viewRange()[1]
+    assert -0.05 <= ymin <= 0.0 and 1.0 <= ymax <= 1.05
+    assert not pane.plot.getPlotItem().getAxis("left").autoSIPrefix
+    assert len(pane.plot.lines) == 2
+
+
+def test_hover_shows_evidence_and_reason_and_click_opens_the_evidence(qtbot, pane, history) -> None:
+    bank, a, _b, world = history
+    with qtbot.waitSignal(pane.shown, timeout=10_000):
+        pane.set_checked([a])
+    contradict = pane.plot.points[a][2]
+    pane.plot.hover(contradict)
+    text = pane.plot.hover_text()
+    assert "contradicted · 0.60 → 0.40" in text
+    assert "reason: the launch slipped" in text
+    assert f"evidence: {world[1].text}" in text
+    with qtbot.waitSignal(pane.unit_requested, timeout=5000) as blocker:
+        pane.plot.point_clicked.emit(contradict)
+    assert blocker.args == [world[1].id]
+    qtbot.waitUntil(lambda: pane.detail.unit is not None and pane.detail.unit.id == world[1].id)
+
+
+def test_side_panel_shows_current_confidence_past_texts_and_steps(qtbot, pane, history) -> None:
+    bank, a, _b, _w = history
+    row = next(i for i in range(pane.list.count()) if pane.list.item(i).data(256) == a)
+    pane.list.setCurrentRow(row)
+    qtbot.waitUntil(lambda: pane.steps.rowCount() == 4, timeout=10_000)
+    opinion = bank.unit(a)
+    assert f"{opinion.confidence:.2f}" in pane.current.text()
+    assert "old A" in pane.past_texts.toPlainText()
+    assert [pane.steps.item(r, 1).text() for r in range(4)] == [
+        "formed", "reinforced", "contradicted", "weakened",
+    ]  # fmt: skip
+    with qtbot.waitSignal(pane.unit_requested, timeout=5000):
+        pane.steps.cellDoubleClicked.emit(1, 0)
+
+
+def test_filters_by_time_and_entity(qtbot, pane, history) -> None:
+    _bank, a, b, _w = history
+    assert pane.list.count() == 60  # every opinion of the bank
+    pane.use_range.setChecked(True)
+    pane.start.setDate(datetime(2025, 5, 1).date())
+    pane.end.setDate(datetime(2025, 5, 31).date())
+    pane.apply_button.click()
+    qtbot.waitUntil(lambda: pane.list.count() == 1, timeout=10_000)
+    assert pane.list.item(0).data(256) == b
+    pane.use_range.setChecked(False)
+    pane.entity.setText("Nobody At All")
+    pane.apply_button.click()
+    qtbot.waitUntil(
+        lambda: pane.list_status.text() == "No opinion matches the filters.", timeout=10_000
+    )
+    assert pane.list.count() == 0
+    _ = a
+
+
+def test_no_bank_and_empty_bank_are_explained(qtbot, engine) -> None:
+    runner = Runner()
+    state = StudioState(engine, runner)
+    pane = TimelinesPane(state)
+    qtbot.addWidget(pane)
+    assert pane.stack.currentWidget() is pane.no_bank
+    state.set_bank(engine.create_bank("Empty"))
+    qtbot.waitUntil(lambda: pane.stack.currentWidget() is pane.empty, timeout=10_000)
+    assert "No opinions" in pane.empty.text()
+    runner.shutdown()

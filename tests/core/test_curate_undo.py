@@ -1,0 +1,268 @@
+"""Undo and redo: every undoable action goes back and forth exactly, in all three stores."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core import EngramError, Kind
+from tests.core import test_curate_support as support
+from tests.core.test_curate_support import (
+    dump,
+    folder_contains,
+    lexical_ids,
+    table_rows,
+    vector_ids,
+)
+
+template = support.template
+built = support.built
+
+
+def _index_state(bank) -> tuple:
+    """What the derived stores answer: active vector hits and BM25 hits for fixed queries."""
+    return (
+        sorted(vector_ids(bank, "music and friends", k=30, where="status = 'active'")),
+        sorted(vector_ids(bank, "office at work", k=30)),
+        sorted(lexical_ids(bank, "cello bike office weather")),
+    )
+
+
+ACTIONS = {
+    "edit": lambda bank, b: bank.edit_unit(
+        b.units["a_office"], text="Alice loves the new quiet office."
+    ),
+    "edit_entities": lambda bank, b: bank.edit_unit(
+        b.units["plain"], entity_ids=[b.entities["alice"]], occurred_start=datetime(2024, 3, 1, 9)
+    ),
+    "delete": lambda bank, b: bank.delete_units([b.units["o_music"], b.units["m_cello"]]),
+    "rename": lambda bank, b: bank.rename_entity(b.entities["bob"], "Robert"),
+    "merge": lambda bank, b: bank.merge_entities(b.entities["marker"], b.entities["bob"]),
+    "split": lambda bank, b: bank.split_entity(
+        b.entities["marker"], [b.units["m_cello"], b.units["obs_marker"]], "Marcel"
+    ),
+    "retract": lambda bank, b: bank.retract_entity(b.entities["marker"]),
+}
+
+
+AUDITED = {
+    "edit": "edit_unit",
+    "edit_entities": "edit_unit",
+    "delete": "delete_units",
+    "rename": "rename_entity",
+    "merge": "merge_entities",
+    "split": "split_entity",
+    "retract": "retract_entity",
+}
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS))
+def test_undo_then_redo_round_trip(built, action):
+    bank, b = built
+    before, before_index = dump(bank), _index_state(bank)
+    change = ACTIONS[action](bank, b)
+    assert not change.empty
+    after, after_index = dump(bank), _index_state(bank)
+    assert after != before
+    undo = bank.undo()
+    assert dump(bank) == before
+    assert _index_state(bank) == before_index
+    assert bank.verify().ok
+    assert undo.ids(Kind.UNIT) | undo.ids(Kind.ENTITY)
+    bank.redo()
+    assert dump(bank) == after
+    assert _index_state(bank) == after_index
+    assert bank.verify().ok
+    entries = bank.audit()
+    assert [e.action for e in entries] == ["redo", "undo", AUDITED[action]]
+    assert entries[2].undone is False and entries[2].undoable
+
+
+def test_restore_is_undoable_and_stacks_follow_the_log(built):
+    bank, b = built
+    base = dump(bank)
+    bank.retract_entity(b.entities["bob"])
+    retracted = dump(bank)
+    bank.restore_entity(b.entities["bob"])
+    assert dump(bank) == base
+    bank.undo()  # the restore
+    assert dump(bank) == retracted
+    bank.undo()  # the retract
+    assert dump(bank) == base
+    with pytest.raises(EngramError, match="nothing to undo"):
+        bank.undo()
+    assert [e.redoable for e in bank.audit() if e.action.endswith("_entity")] == [True, True]
+    bank.redo()
+    assert dump(bank) == retracted
+    [restore, retract] = [e for e in bank.audit() if e.action.endswith("_entity")]
+    assert (retract.undoable, retract.redoable, restore.undoable, restore.redoable) == (
+        True,
+        False,
+        False,
+        True,
+    )
+    # A new action clears what was left to redo.
+    bank.rename_entity(b.entities["alice"], "Alicia")
+    with pytest.raises(EngramError, match="nothing to redo"):
+        bank.redo()
+    assert not any(e.redoable for e in bank.audit())
+    # The stacks are replayed from the log: a reopened bank undoes the same way.
+    engine, name = bank.engine, bank.name
+    bank.close()
+    bank = engine.open_bank(name)
+    bank.undo()
+    bank.undo()
+    assert dump(bank) == base
+    assert [e.undone for e in bank.audit(action="retract_entity")] == [True]
+
+
+def test_undo_keeps_rows_added_after_the_action(built):
+    """Undo reverts the action's own delta, not what came later (e.g. a new mention)."""
+    bank, b = built
+    bank.merge_entities(b.entities["alice"], b.entities["google"])
+    with bank.store.transaction() as tx:
+        tx.con.execute(
+            "INSERT INTO mentions VALUES (?, ?, 'Google')", [b.units["plain"], b.entities["google"]]
+        )
+    bank.undo()
+    assert table_rows(
+        bank, "SELECT entity_id FROM mentions WHERE unit_id = ?", [b.units["plain"]]
+    ) == [(b.entities["google"],)]
+    assert bank.entity(b.entities["alice"]).name == "Alice"
+
+
+def test_audit_records_actor_time_and_states(built):
+    bank, b = built
+    start = datetime.now(UTC).replace(tzinfo=None) - timedelta(minutes=1)
+    bank.rename_entity(b.entities["bob"], "Robert", actor="agent")
+    bank.retract_entity(b.entities["marker"], actor="system")
+    first, second = reversed(bank.audit())
+    assert (first.actor, first.action, first.target) == (
+        "agent",
+        "rename_entity",
+        b.entities["bob"],
+    )
+    assert first.before["name"] == "Bob" and first.after["name"] == "Robert"
+    assert first.recorded_at >= start
+    assert second.actor == "system" and second.after["status"] == "retracted"
+    assert "retracted entity" in second.summary
+    assert bank.audit(actor="agent") == [first]
+    assert bank.audit(limit=1) == [second]
+
+
+def _candidates(bank, b):
+    """The undoable actions that make sense in the bank's current state."""
+    con = bank.store.reader()
+    active = [
+        r[0]
+        for r in con.execute(
+            "SELECT id FROM entities WHERE status = 'active' ORDER BY id"
+        ).fetchall()
+    ]
+    retracted = [
+        r[0]
+        for r in con.execute(
+            "SELECT id FROM entities WHERE status = 'retracted' ORDER BY id"
+        ).fetchall()
+    ]
+    units = [r[0] for r in con.execute("SELECT id FROM units ORDER BY id").fetchall()]
+    mentions = con.execute("SELECT entity_id, unit_id FROM mentions ORDER BY ALL").fetchall()
+    return active, retracted, units, mentions
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_any_sequence_then_as_many_undos_restores_the_bank(engine, template, data):
+    # Each example starts from its own copy of the template: examples stay
+    # independent even when one fails (hypothesis replays them while shrinking).
+    folder, b = template
+    for open_bank in list(engine._open.values()):
+        open_bank.close()
+    shutil.rmtree(engine.banks_dir / folder.name, ignore_errors=True)
+    shutil.copytree(folder, engine.banks_dir / folder.name)
+    bank = engine.open_bank("test")
+    base, base_index = dump(bank), _index_state(bank)
+    texts = ["Alice moved to Porto.", "Bob sold the cello.", "A quiet week at the office."]
+    done = 0
+    for _ in range(data.draw(st.integers(1, 5), label="steps")):
+        active, retracted, units, mentions = _candidates(bank, b)
+        kinds = ["edit", "time", "rename"] + (["delete"] if len(units) > 3 else [])
+        kinds += ["entities", "retract"] if active else []
+        kinds += ["merge"] if len(active) >= 2 else []
+        kinds += ["split"] if mentions else []
+        kinds += ["restore"] if retracted else []
+        kind = data.draw(st.sampled_from(kinds), label="action")
+        pick = lambda xs, label: data.draw(st.sampled_from(xs), label=label)  # noqa: E731
+        try:
+            if kind == "edit":
+                change = bank.edit_unit(pick(units, "unit"), text=pick(texts, "text"))
+            elif kind == "time":
+                change = bank.edit_unit(
+                    pick(units, "unit"),
+                    occurred_start=datetime(2024, 3, 1)
+                    + timedelta(hours=data.draw(st.integers(0, 300))),
+                    occurred_end=None,
+                )
+            elif kind == "entities":
+                chosen = data.draw(st.lists(st.sampled_from(active), max_size=2, unique=True))
+                change = bank.edit_unit(pick(units, "unit"), entity_ids=chosen)
+            elif kind == "delete":
+                change = bank.delete_units([pick(units, "unit")])
+            elif kind == "rename":
+                entity = pick(active + retracted, "entity")
+                change = bank.rename_entity(entity, pick(["Ann", "Bert", "Cleo"], "name"))
+            elif kind == "merge":
+                source = pick(active, "source")
+                change = bank.merge_entities(
+                    source, pick([e for e in active if e != source], "target")
+                )
+            elif kind == "split":
+                entity, unit = pick(mentions, "mention")
+                change = bank.split_entity(entity, [unit], "Split-off")
+            elif kind == "retract":
+                change = bank.retract_entity(pick(active, "entity"))
+            else:
+                change = bank.restore_entity(pick(retracted, "entity"))
+        except EngramError:
+            continue  # refused in this state (e.g. a name clash): nothing happened
+        done += not change.empty
+    for _ in range(done):
+        bank.undo()
+    assert dump(bank) == base
+    assert _index_state(bank) == base_index
+    assert bank.verify().ok
+
+
+def test_on_an_ingested_bank(bank, tmp_path):
+    """Curation over what retain really wrote: undo restores it, a purge removes a
+    name from every file, and the result round-trips through a snapshot."""
+    data = Path(__file__).parent / "data" / "importers" / "chat.txt"
+    bank.ingest(data, mode="rules")
+    bank.process_jobs()
+    ids = {e.name: e.id for e in bank.entities()}
+    base = dump(bank)
+    some_unit = bank.units("world", limit=1)[0].id
+    bank.merge_entities(ids["Yosemite"], ids["Bob"])
+    bank.edit_unit(some_unit, text="Alice and Bob planned a long hike.")
+    bank.retract_entity(ids["Alice"])
+    assert bank.verify().ok
+    for _ in range(3):
+        bank.undo()
+    assert dump(bank) == base
+    bank.store.checkpoint()
+    assert folder_contains(bank.folder, b"Yosemite")
+    bank.purge_entity(ids["Yosemite"], confirm=True)
+    assert folder_contains(bank.folder, b"Yosemite") == []
+    assert bank.verify().ok
+    bank.export_snapshot(tmp_path / "chat.engram")
+    copy = bank.engine.import_snapshot(tmp_path / "chat.engram", name="copy")
+    assert dump(copy) == dump(bank)

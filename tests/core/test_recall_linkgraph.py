@@ -1,0 +1,109 @@
+"""The in-memory link graph follows the links table: appends, deletes, rewrites."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from core.recall.activation import adjacency
+from core.recall.linkgraph import LinkGraph
+
+
+@pytest.fixture
+def con():
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE links (source VARCHAR, target VARCHAR, kind VARCHAR, weight DOUBLE,"
+        " entity_id VARCHAR, relation VARCHAR)"
+    )
+    con.execute("CREATE TABLE units (id VARCHAR)")
+    con.execute("CREATE TABLE mentions (unit_id VARCHAR, entity_id VARCHAR, surface VARCHAR)")
+    yield con
+    con.close()
+
+
+def add(con, rows):
+    both = [r for a, b, k, w in rows for r in ((a, b, k, w), (b, a, k, w))]
+    con.executemany("INSERT INTO links VALUES (?, ?, ?, ?, NULL, NULL)", both)
+
+
+def edges(graph, nodes):
+    return sorted((e.source, e.target, e.kind, round(e.weight, 6)) for e in graph.neighbours(nodes))
+
+
+def expected(rows, nodes):
+    found = adjacency(rows)(nodes)
+    return sorted((e.source, e.target, e.kind, round(e.weight, 6)) for e in found)
+
+
+ROWS = [
+    ("a", "b", "entity", 1.0),
+    ("a", "c", "temporal", 0.5),
+    ("b", "d", "causal", 0.8),
+    ("c", "d", "semantic", 0.75),
+]
+
+
+def test_graph_matches_the_table_and_follows_appends(con):
+    add(con, ROWS)
+    graph = LinkGraph()
+    assert graph.refresh(con) == "rebuilt"
+    for nodes in (["a"], ["b", "c"], ["d", "zzz"], []):
+        assert edges(graph, nodes) == expected(ROWS, nodes)
+    assert graph.refresh(con) == "current"
+    more = [("d", "e", "entity", 1.0), ("a", "e", "temporal", 0.25)]
+    add(con, more)
+    assert graph.refresh(con) == "appended"
+    for nodes in (["a"], ["d", "e"], ["a", "b", "c", "d", "e"]):
+        assert edges(graph, nodes) == expected(ROWS + more, nodes)
+    # Many appends get merged into the base arrays; answers stay the same.
+    many = [(f"n{i}", f"n{i + 1}", "temporal", 1.0) for i in range(50)]
+    add(con, many)
+    assert graph.refresh(con) == "appended"
+    assert edges(graph, ["n10", "a"]) == expected(ROWS + more + many, ["n10", "a"])
+
+
+def test_deletes_and_rewrites_rebuild(con):
+    add(con, ROWS)
+    graph = LinkGraph()
+    graph.refresh(con)
+    con.execute("DELETE FROM links WHERE kind = 'causal'")
+    assert graph.refresh(con) == "rebuilt"
+    assert ("b", "d", "causal", 0.8) not in edges(graph, ["b"])
+    con.execute("UPDATE links SET weight = 0.1 WHERE kind = 'entity'")
+    assert graph.refresh(con) == "current"  # same count: unseen without a counter
+    graph.refresh(con, generation=2)  # a store generation counter makes any write visible
+    assert ("a", "b", "entity", 0.1) in edges(graph, ["a"])
+    assert graph.refresh(con, generation=2) == "current"
+
+
+def test_unknown_kinds_carry_nothing(con):
+    add(con, [("a", "b", "mystery", 1.0), ("a", "c", "entity", 1.0)])
+    graph = LinkGraph()
+    graph.refresh(con)
+    assert edges(graph, ["a"]) == [("a", "c", "entity", 1.0)]
+
+
+def test_entity_fan_weakens_links_through_common_entities(con):
+    # e-common is mentioned by all 8 units, e-rare by 2: ln(2)/ln(8) = 1/3.
+    con.executemany("INSERT INTO units VALUES (?)", [[f"u{i}"] for i in range(8)])
+    con.executemany(
+        "INSERT INTO mentions VALUES (?, ?, NULL)",
+        [[f"u{i}", "e-common"] for i in range(8)] + [["u0", "e-rare"], ["u1", "e-rare"]],
+    )
+    con.executemany(
+        "INSERT INTO links VALUES (?, ?, 'entity', 1.0, ?, NULL)",
+        [
+            ["u0", "u1", "e-rare"],
+            ["u1", "u0", "e-rare"],
+            ["u0", "u2", "e-common"],
+            ["u2", "u0", "e-common"],
+        ],
+    )
+    graph = LinkGraph()
+    graph.refresh(con)
+    plain = {e.target: e.weight for e in graph.neighbours(["u0"])}
+    assert plain == {"u1": 1.0, "u2": 1.0}
+    fan = {e.target: e.weight for e in graph.neighbours(["u0"], entity_fan=True)}
+    assert fan["u1"] == pytest.approx(1 - 1 / 3, abs=1e-6)
+    assert fan["u2"] == pytest.approx(0.0, abs=1e-6)
