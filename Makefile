@@ -29,7 +29,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/lint-imports
 
 unit: $(VENV)/.installed-dev
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2
 
 test: lint unit
 

@@ -10,14 +10,29 @@ import sys
 from collections.abc import Sequence
 
 
+def command_of(args: Sequence[str]) -> str | None:
+    """The subcommand in `args`, if any: the first word that is not an option
+    (nor the value of `--home`, which the studio takes too)."""
+    words = iter(args)
+    for word in words:
+        if word == "--home":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    command = command_of(args)
     # `screenshot` renders the studio, so it lives in `app` (core never imports app).
-    if args and args[0] == "screenshot":
+    if command == "screenshot":
         from app.screenshot import main as screenshot_main
 
-        return screenshot_main(args[1:])
-    if any(not a.startswith("-") for a in args) or "-h" in args or "--help" in args:
+        rest = list(args)
+        rest.remove("screenshot")
+        return screenshot_main(rest)
+    if command is not None or "-h" in args or "--help" in args:
         from core.cli import main as cli_main
 
         return cli_main(args)

@@ -33,6 +33,42 @@ DEFAULTS: dict[str, Any] = {
     "recall.mu_entity": 0.9,
     "recall.mu_temporal": 0.6,
     "recall.mu_semantic": 0.6,
+    # How many of the best semantic hits (above the similarity floor) seed the graph.
+    "recall.activation_seeds": 5,
+    # Lit nodes at most, seeds included.
+    "recall.activation_node_budget": 200,
+    # Whether the graph channel's ranking lists its seeds too (they are
+    # semantic hits already; listing them again would vote for them twice).
+    "recall.graph_include_seeds": False,
+    # The graph channel lists only units the semantic channel did not return.
+    "recall.graph_beyond_semantic": False,
+    # Entity links weighted by their entity's specificity (the fan effect).
+    "recall.entity_fan": True,
+    # Graph score = activation · ((1 − g) + g · similarity to the query).
+    "recall.graph_relevance": 1.0,
+    # A local cross-encoder folder; empty = the heuristic reranker.
+    "recall.cross_encoder_path": "",
+    # Heuristic reranker weights (see rerank.HeuristicReranker).
+    "recall.rerank_time_weight": 0.5,
+    "recall.rerank_recency_weight": 0.05,
+    "recall.rerank_half_life_days": 180.0,
+    # Temporal channel: weight of query similarity against midpoint proximity.
+    "recall.temporal_similarity_weight": 0.5,
+    # Maximal marginal relevance after rerank: λ (0 = off) and how many of
+    # the best candidates it reorders (see diversity.py).
+    "recall.diversity": 0.0,
+    "recall.diversity_candidates": 200,
+    # Packing: within this many places, facts whose source turns are all
+    # covered already move below facts that bring new ones (1 = off).
+    "recall.source_diversity_window": 1,
+    # Channel weights in fusion (RRF numerators).
+    "recall.weight_semantic": 1.0,
+    "recall.weight_lexical": 1.0,
+    # The graph is an indirect signal (neighbours of the best hits): on the
+    # LoCoMo development split a full vote crowded direct hits out of small
+    # budgets; a quarter vote lifted multi-hop and temporal questions.
+    "recall.weight_graph": 0.25,
+    "recall.weight_temporal": 1.0,
     # retain (entity resolution, links, opinions, observations)
     # A candidate entity is scored only when its name is at least this similar.
     "retain.entity_candidate_floor": 0.7,

@@ -8,13 +8,13 @@ to hundreds of milliseconds per step; recall's whole budget is 150 ms.
 
 So the links are read once into CSR arrays (int32 target, int8 kind, float32
 weight per edge; ~9 bytes an edge, ~100 MB at 100k units) and kept per open
-bank. Before each use the row count of `links` (plus the store's
-`links_generation` counter, if it ever has one) says whether the table
-changed: rows appended since (what retain does; found by rowid) are read and
-added as a delta; anything else (deletes) rebuilds the arrays. A rewrite that
-keeps the row count (delete n rows, add n others in one go) is only seen
-through `links_generation`: without that counter the arrays stay as they were
-until the count next moves. Curation that rewrites links should bump it.
+bank. After any write to the bank (the store's `generation` counter moved),
+the row count and the highest rowid of `links` say whether the table changed:
+rows appended since (what retain does; found by rowid) are read and added as a
+delta; anything else (deletes, or a rewrite that keeps the count: new rows get
+new rowids) rebuilds the arrays. An UPDATE in place of a link's entity (an
+entity merge) is not seen until the next rebuild; only the fan weighting reads
+that column.
 
 Which units are in scope (active, networks, time) is *not* cached: unit status
 changes without touching links, so each step checks the neighbours it found
@@ -148,6 +148,9 @@ class LinkGraph:
         if count == self.count and (generation is None or generation == self.generation):
             return "current"
         max_rowid = con.execute("SELECT coalesce(max(rowid), -1) FROM links").fetchall()[0][0]
+        if count == self.count and max_rowid == self.max_rowid:
+            self.generation = generation  # the writes since did not touch links
+            return "current"
         state = "rebuilt"
         if count > self.count and max_rowid > self.max_rowid and self.max_rowid >= 0:
             sources, columns, new_max, rows = self._read(con, self.max_rowid)
@@ -267,7 +270,7 @@ def link_graph(store) -> LinkGraph:
     """The store's link graph (one per open store). Refresh it under its lock:
 
     with graph.lock:
-        graph.refresh(store.reader(), getattr(store, "links_generation", None))
+        graph.refresh(store.reader(), store.generation)
         ...read it...
     """
     with _graphs_lock:

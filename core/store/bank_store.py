@@ -74,6 +74,9 @@ class BankStore:
             self._close_handles()
             raise
         self._write_lock = threading.RLock()
+        # Counts committed write transactions: caches derived from the tables
+        # (recall's in-memory link graph) check it before they trust themselves.
+        self.generation = 0
         self.recover()
 
     # -- connections ---------------------------------------------------------
@@ -92,6 +95,7 @@ class BankStore:
             try:
                 yield tx
                 con.execute("COMMIT")
+                self.generation += 1
             except BaseException:
                 con.execute("ROLLBACK")
                 raise

@@ -70,11 +70,16 @@ def test_deletes_and_rewrites_rebuild(con):
     con.execute("DELETE FROM links WHERE kind = 'causal'")
     assert graph.refresh(con) == "rebuilt"
     assert ("b", "d", "causal", 0.8) not in edges(graph, ["b"])
-    con.execute("UPDATE links SET weight = 0.1 WHERE kind = 'entity'")
-    assert graph.refresh(con) == "current"  # same count: unseen without a counter
-    graph.refresh(con, generation=2)  # a store generation counter makes any write visible
+    # A rewrite that keeps the row count (curation relinking a unit): new rowids.
+    con.execute("DELETE FROM links WHERE kind = 'entity'")
+    con.executemany(
+        "INSERT INTO links VALUES (?, ?, 'entity', 0.1, NULL, NULL)", [("a", "b"), ("b", "a")]
+    )
+    assert graph.refresh(con) == "current"  # same count: unseen until the store says it wrote
+    assert graph.refresh(con, generation=2) == "rebuilt"
     assert ("a", "b", "entity", 0.1) in edges(graph, ["a"])
     assert graph.refresh(con, generation=2) == "current"
+    assert graph.refresh(con, generation=3) == "current"  # a write that left links alone
 
 
 def test_unknown_kinds_carry_nothing(con):
