@@ -96,8 +96,17 @@ class VectorIndex:
         self._writes_since_compaction = 0
 
     def maybe_compact(self) -> None:
-        # Every add/delete is a new fragment and version; many small ones slow search.
-        if self._writes_since_compaction >= 64:
+        """Compact when single-unit writes have left many tiny fragments.
+
+        A flat search scans fragments in parallel, so a bank added in batches
+        (one fragment per thousand units) searches faster as it is than merged
+        into one big fragment; only many tiny fragments (edits one by one) cost
+        more than they give."""
+        if self._writes_since_compaction < 64:
+            return
+        self._writes_since_compaction = 0
+        fragments = self._table.stats()["fragment_stats"]
+        if fragments["num_fragments"] > 32 and fragments["lengths"]["mean"] < 500:
             self.compact()
 
     def versions(self) -> int:
