@@ -290,11 +290,13 @@ _PARTS_OF_DAY = {"morning": (6, 12), "afternoon": (12, 18), "evening": (18, 24),
 _FUTURE_RE = re.compile(
     r"\b(?:will|shall|won['’]?t|gonna|going\s+to|plans?\s+(?:to|for|on)|planning|"
     r"intends?\s+to|hopes?\s+to|hoping\s+to|looking\s+forward|can['’]?t\s+wait|upcoming|"
-    r"scheduled|tomorrow|soon|in\s+the\s+future|"
-    # the present progressive of plans: "Northwind is onboarding them in June"
-    r"(?:is|are|am)\s+(?!\w+ing\s+(?:on|about)\b)\w+ing|['’](?:s|re|m)\s+\w+ing)\b|['’]ll\b",
+    r"scheduled|tomorrow|soon|in\s+the\s+future)\b|['’]ll\b",
     re.I,
 )
+# A weaker sign of the future, the present progressive of plans ("Northwind is
+# onboarding them in June"): it tips a yearless date forward only when nothing
+# in the sentence is told in the past.
+_PLAN_RE = re.compile(r"\b(?:(?:is|are|am)\s+|['’](?:s|re|m)\s+)\w+ing\b", re.I)
 _PAST_AUX_RE = re.compile(r"\b(?:was|were|been)\s+$", re.I)
 # Sentences told in the past keep a yearless date in the past.
 _PAST_RE = re.compile(
@@ -377,9 +379,10 @@ class _Ctx:
             return False
         lo = max(self.text.rfind(". ", 0, pos), 0)
         hi = self.text.find(". ", pos)
-        if _PAST_RE.search(self.text, lo, hi if hi >= 0 else len(self.text)):
+        hi = hi if hi >= 0 else len(self.text)
+        if _PAST_RE.search(self.text, lo, hi):
             return False
-        return ahead < behind
+        return bool(_PLAN_RE.search(self.text, lo, hi)) or ahead < behind
 
 
 _Handler = Callable[[re.Match[str], _Ctx], "_Item | None"]
@@ -483,6 +486,9 @@ def _numeric(m: re.Match[str], ctx: _Ctx) -> _Item | None:
     return _item(m, _day(found[0]))
 
 
+SOON_DAY = timedelta(days=60)
+
+
 def _dated(m: re.Match[str], ctx: _Ctx, month: int, day: int) -> _Item | None:
     if m["year"]:
         iv = _ymd(int(m["year"]), month, day)
@@ -491,7 +497,10 @@ def _dated(m: re.Match[str], ctx: _Ctx, month: int, day: int) -> _Item | None:
     before = _month_day(ctx.ref, month, day, False)
     if after is None or before is None:
         return None
-    fut = ctx.forward(m.start(), after.start - ctx.today, ctx.today - before.start)
+    ahead, behind = after.start - ctx.today, ctx.today - before.start
+    # A named day in the coming weeks is that day even in the past tense ("I
+    # booked flights for May 19" on 29 April): nobody dates last year's day so.
+    fut = (not ctx.lenient and ahead <= SOON_DAY) or ctx.forward(m.start(), ahead, behind)
     iv = after if fut else before
     if iv is None:
         return None

@@ -489,10 +489,18 @@ def test_past_as_a_preposition_is_not_last():
         ("Can you book the Lisbon venue for 12 September?", datetime(2025, 9, 12)),
         ("The review is on 2 September", datetime(2025, 9, 2)),
         # Told in the past, or the nearer one is behind: the past one.
-        ("We went camping on 2 September", datetime(2024, 9, 2)),
+        ("We went camping on 2 July", datetime(2025, 7, 2)),
+        # A named day in the coming weeks, even told in the past tense.
+        ("I booked flights for Maya on 19 September", datetime(2025, 9, 19)),
         ("In May the team moved offices", datetime(2025, 5, 1)),
     ],
 )
 def test_a_yearless_date_points_to_its_nearer_occurrence_unless_the_tense_says(sentence, start):
     [when] = find_time_expressions(sentence, datetime(2025, 8, 28, 10))
     assert when.start == start
+
+
+def test_the_past_tense_outweighs_a_progressive_in_the_same_sentence():
+    sentence = "That fits what changed in June: Tomás is using live pairing for the handover"
+    [when] = find_time_expressions(sentence, datetime(2025, 7, 3, 10))
+    assert when.start == datetime(2025, 6, 1)
