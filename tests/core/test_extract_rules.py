@@ -24,8 +24,8 @@ from core.retain.rules import (
     rewrite_pronouns,
 )
 from core.types import Document, ExtractionMode, Network, Turn
+from tests.shared_data import LOCOMO_DEV
 
-LOCOMO_DEV = Path("/work/shared/data/locomo-dev/locomo-dev.json")
 SESSION = datetime(2023, 5, 8, 13, 56)
 
 
@@ -378,8 +378,6 @@ def test_transcript_file_end_to_end(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def locomo() -> list[tuple[Document, list[tuple[Exchange, list[ExtractedFact]]]]]:
-    if not LOCOMO_DEV.exists():
-        pytest.skip("LoCoMo dev split not present")
     out = []
     for document in load_documents(LOCOMO_DEV):
         extractor = RulesExtractor()

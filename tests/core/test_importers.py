@@ -25,9 +25,9 @@ from core.retain.importers import (
     parse_documents,
 )
 from core.types import Document, InvalidInputError
+from tests.shared_data import LOCOMO_DEV
 
 DATA = Path(__file__).parent / "data" / "importers"
-LOCOMO_DEV = Path("/work/shared/data/locomo-dev/locomo-dev.json")
 BIG = 20 * 1024 * 1024  # a 20 MB single message
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -22,9 +21,9 @@ from core.types import (
     Network,
     Turn,
 )
+from tests.shared_data import LOCOMO_DEV as LOCOMO
 
 # The shared data folder sits beside the repository (../shared, see DESIGN.md).
-LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
 TABLES = (
     "documents",
     "turns",
