@@ -128,46 +128,56 @@ class BankList(QWidget):
             signal.emit(item.text())
 
 
-class CreateBankDialog(QDialog):
-    def __init__(self, existing: list[str], parent: QWidget | None = None) -> None:
+class _BankNameDialog(QDialog):
+    """A dialog around a bank name that must be new: says why OK is disabled."""
+
+    def __init__(
+        self, title: str, ok_text: str, existing: set[str], parent: QWidget | None
+    ) -> None:
         super().__init__(parent)
-        self.setWindowTitle("New bank")
-        self.existing = set(existing)
+        self.setWindowTitle(title)
+        self.existing = existing
         self.name = QLineEdit()
+        self.problem = QLabel()
+        self.problem.setProperty("role", "error")
+        self.form = QFormLayout()
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText(ok_text)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(self.form)
+        layout.addWidget(self.problem)
+        layout.addWidget(self.buttons)
+        self.name.textChanged.connect(self._check)
+
+    def _acceptable(self, name: str) -> bool:
+        return bool(name)
+
+    def _check(self) -> None:
+        name = self.name.text().strip()
+        problem = "A bank with this name already exists." if name in self.existing else ""
+        self.problem.setText(problem)
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        ok.setEnabled(self._acceptable(name) and not problem)
+
+
+class CreateBankDialog(_BankNameDialog):
+    def __init__(self, existing: list[str], parent: QWidget | None = None) -> None:
+        super().__init__("New bank", "Create", set(existing), parent)
         self.name.setPlaceholderText("e.g. Support agent")
         self.agent = QLineEdit()
         self.agent.setPlaceholderText("the speaker who is “I” in conversations")
         self.background = QPlainTextEdit()
         self.background.setPlaceholderText("Who the agent is, in its own words (optional)")
         self.background.setFixedHeight(80)
-        self.problem = QLabel()
-        self.problem.setProperty("role", "error")
-        form = QFormLayout()
-        form.addRow("Name", self.name)
-        form.addRow("Agent", self.agent)
-        form.addRow("Background", self.background)
-        self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-        )
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Create")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.problem)
-        layout.addWidget(self.buttons)
-        self.name.textChanged.connect(self._check)
+        self.form.addRow("Name", self.name)
+        self.form.addRow("Agent", self.agent)
+        self.form.addRow("Background", self.background)
         self._check()
         self.resize(440, self.sizeHint().height())
-
-    def _check(self) -> None:
-        name = self.name.text().strip()
-        problem = ""
-        if name in self.existing:
-            problem = "A bank with this name already exists."
-        self.problem.setText(problem)
-        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        ok.setEnabled(bool(name) and not problem)
 
     def values(self) -> tuple[str, str, str]:
         return (
@@ -177,38 +187,18 @@ class CreateBankDialog(QDialog):
         )
 
 
-class RenameBankDialog(QDialog):
+class RenameBankDialog(_BankNameDialog):
     def __init__(self, name: str, existing: list[str], parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Rename bank")
+        super().__init__("Rename bank", "Rename", set(existing) - {name}, parent)
         self.old = name
-        self.existing = set(existing) - {name}
-        self.name = QLineEdit(name)
+        self.name.setText(name)
         self.name.selectAll()
-        self.problem = QLabel()
-        self.problem.setProperty("role", "error")
-        self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-        )
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Rename")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        form = QFormLayout()
-        form.addRow("New name", self.name)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.problem)
-        layout.addWidget(self.buttons)
-        self.name.textChanged.connect(self._check)
+        self.form.addRow("New name", self.name)
         self._check()
         self.resize(400, self.sizeHint().height())
 
-    def _check(self) -> None:
-        name = self.name.text().strip()
-        problem = "A bank with this name already exists." if name in self.existing else ""
-        self.problem.setText(problem)
-        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        ok.setEnabled(bool(name) and name != self.old and not problem)
+    def _acceptable(self, name: str) -> bool:
+        return bool(name) and name != self.old
 
     def value(self) -> str:
         return self.name.text().strip()

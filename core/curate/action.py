@@ -131,15 +131,6 @@ def entities_of(con: duckdb.DuckDBPyConnection, unit_ids: Iterable[str]) -> set[
     }
 
 
-def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    rows = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()"
-        " AND schema_name = 'main' AND table_name = ?",
-        [name],
-    ).fetchall()
-    return bool(rows[0][0])
-
-
 def delete_unit_rows(con: duckdb.DuckDBPyConnection, unit_ids: Iterable[str]) -> list[str]:
     """Delete units and everything that hangs off them: mentions, links, opinion
     events, observation rows and sources. Returns the ids that existed."""
@@ -149,12 +140,10 @@ def delete_unit_rows(con: duckdb.DuckDBPyConnection, unit_ids: Iterable[str]) ->
     if not ids:
         return []
     con.execute("DELETE FROM opinion_events WHERE opinion_id IN (SELECT unnest(?))", [ids])
-    if has_table(con, "observation_sources"):
-        con.execute(
-            "DELETE FROM observation_sources WHERE observation_id IN (SELECT unnest($ids))"
-            " OR unit_id IN (SELECT unnest($ids))",
-            {"ids": ids},
-        )
-    if has_table(con, "observations"):
-        con.execute("DELETE FROM observations WHERE unit_id IN (SELECT unnest(?))", [ids])
+    con.execute(
+        "DELETE FROM observation_sources WHERE observation_id IN (SELECT unnest($ids))"
+        " OR unit_id IN (SELECT unnest($ids))",
+        {"ids": ids},
+    )
+    con.execute("DELETE FROM observations WHERE unit_id IN (SELECT unnest(?))", [ids])
     return delete_units(con, ids)

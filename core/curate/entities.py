@@ -11,7 +11,6 @@ from core.curate.action import (
     Outcome,
     delete_unit_rows,
     entity_row,
-    has_table,
     require_active,
     run_action,
     units_mentioning,
@@ -93,12 +92,9 @@ def rename_entity(
 
 
 def _observation_unit(con, entity_id: str) -> str | None:
-    if not has_table(con, "observations"):
-        return None
     row = con.execute(
         "SELECT unit_id FROM observations WHERE entity_id = ?", [entity_id]
-    ).fetchall()
-    row = row[0] if row else None
+    ).fetchone()
     return row[0] if row else None
 
 
@@ -137,12 +133,11 @@ def merge_entities(bank: Bank, source_id: str, target_id: str, *, actor: str = "
                 "UPDATE observations SET entity_id = ? WHERE entity_id = ?", [target_id, source_id]
             )
         write_links(c, entity_links(c, moved, [target_id], cap))
-        if has_table(c, "entity_decisions"):
-            for column in ("entity_id", "candidate_id"):
-                c.execute(
-                    f"UPDATE entity_decisions SET {column} = ? WHERE {column} = ?",
-                    [target_id, source_id],
-                )
+        for column in ("entity_id", "candidate_id"):
+            c.execute(
+                f"UPDATE entity_decisions SET {column} = ? WHERE {column} = ?",
+                [target_id, source_id],
+            )
         c.execute(
             "UPDATE entities SET aliases = ?, updated_at = ? WHERE id = ?",
             [aliases, utcnow(), target_id],

@@ -31,7 +31,6 @@ from core.curate.action import (
     delete_unit_rows,
     entities_of,
     entity_row,
-    has_table,
     units_mentioning,
 )
 from core.curate.audit import PURGE, check_actor, record, scrub
@@ -99,21 +98,18 @@ def purge_entity(
         delete_unit_rows(c, purged)
         c.execute("DELETE FROM mentions WHERE entity_id = ?", [entity_id])
         c.execute("DELETE FROM links WHERE entity_id = ?", [entity_id])
-        if has_table(c, "observations"):
-            c.execute("DELETE FROM observations WHERE entity_id = ?", [entity_id])
-        if has_table(c, "entity_decisions"):
-            c.execute(
-                "DELETE FROM entity_decisions WHERE entity_id = $e OR candidate_id = $e",
-                {"e": entity_id},
-            )
+        c.execute("DELETE FROM observations WHERE entity_id = ?", [entity_id])
+        c.execute(
+            "DELETE FROM entity_decisions WHERE entity_id = $e OR candidate_id = $e",
+            {"e": entity_id},
+        )
         c.execute("DELETE FROM jobs WHERE target = ?", [entity_id])
         c.execute("DELETE FROM entities WHERE id = ?", [entity_id])
         turns = 0
         if pattern is not None:
             turns = _redact_everywhere(c, names, pattern)
-            if has_table(c, "entity_decisions"):
-                for rowid, *_ in matching_rows(c, "entity_decisions", ["surface"], names, pattern):
-                    c.execute("DELETE FROM entity_decisions WHERE rowid = ?", [rowid])
+            for rowid, *_ in matching_rows(c, "entity_decisions", ["surface"], names, pattern):
+                c.execute("DELETE FROM entity_decisions WHERE rowid = ?", [rowid])
             _redact_entities(c, names, pattern)
         now = utcnow()
         for unit_id, vector in zip(ids, vectors, strict=True):
@@ -241,5 +237,3 @@ def _finish(bank: Bank, progress: Progress | None) -> None:
         tx.con.execute("DELETE FROM meta WHERE key = ?", [PENDING_KEY])
     store.checkpoint()
     report(progress, 4, 4, "purged")
-
-
