@@ -45,13 +45,18 @@ CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-ho
 BUDGETS = (1024, 4096)
 
 # name -> recall options. Channels alone and the hybrid baseline keep their
-# fused order (reranker "none"); the full pipeline is the default recall.
+# fused order (reranker "none"), embed the query as it is and have no speaker
+# focus; the full pipeline is the default recall.
+PLAIN = {
+    "reranker": "none",
+    "settings": {"recall.speaker_focus": 0.0, "recall.embed_without_speakers": False},
+}
 CONFIGS: dict[str, dict] = {
-    "semantic": {"channels": ["semantic"], "reranker": "none"},
-    "lexical": {"channels": ["lexical"], "reranker": "none"},
-    "graph": {"channels": ["graph"], "reranker": "none"},
-    "temporal": {"channels": ["temporal"], "reranker": "none"},
-    "semantic+bm25": {"channels": ["semantic", "lexical"], "reranker": "none"},
+    "semantic": {"channels": ["semantic"], **PLAIN},
+    "lexical": {"channels": ["lexical"], **PLAIN},
+    "graph": {"channels": ["graph"], **PLAIN},
+    "temporal": {"channels": ["temporal"], **PLAIN},
+    "semantic+bm25": {"channels": ["semantic", "lexical"], **PLAIN},
     "full": {},
 }
 
@@ -285,6 +290,13 @@ def main(argv=None) -> int:
         "--home", type=Path, default=OUT / "quality-home", help="where the banks are kept"
     )
     parser.add_argument("--fresh", action="store_true", help="re-ingest banks kept from a run")
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="recall settings for every ranking, e.g. recall.weight_graph=0.5",
+    )
     args = parser.parse_args(argv)
 
     from core.retain.importers import load_documents
@@ -293,7 +305,11 @@ def main(argv=None) -> int:
     if args.conversations:
         samples = [s for s in samples if s["sample_id"] in args.conversations]
     documents = {d.title: d for d in load_documents(args.data, "locomo")}
-    configs = {name: CONFIGS[name] for name in args.configs}
+    overrides = dict(item.split("=", 1) for item in args.set)
+    configs = {
+        name: {**CONFIGS[name], "settings": {**CONFIGS[name].get("settings", {}), **overrides}}
+        for name in args.configs
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for mode in args.modes:

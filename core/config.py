@@ -31,17 +31,16 @@ DEFAULTS: dict[str, Any] = {
     "recall.seed_similarity_floor": 0.3,
     "recall.mu_causal": 1.0,
     "recall.mu_entity": 0.9,
-    "recall.mu_temporal": 0.6,
+    "recall.mu_temporal": 0.8,
     "recall.mu_semantic": 0.6,
-    # How many of the best semantic hits (above the similarity floor) seed the graph.
-    "recall.activation_seeds": 5,
+    # How many of the best semantic and lexical hits, fused (those above the
+    # similarity floor), seed the graph.
+    "recall.activation_seeds": 10,
     # Lit nodes at most, seeds included.
     "recall.activation_node_budget": 200,
     # Whether the graph channel's ranking lists its seeds too (they are
     # semantic hits already; listing them again would vote for them twice).
     "recall.graph_include_seeds": False,
-    # The graph channel lists only units the semantic channel did not return.
-    "recall.graph_beyond_semantic": False,
     # Entity links weighted by their entity's specificity (the fan effect).
     "recall.entity_fan": True,
     # Graph score = activation · ((1 − g) + g · similarity to the query).
@@ -69,6 +68,11 @@ DEFAULTS: dict[str, Any] = {
     # budgets; a quarter vote lifted multi-hop and temporal questions.
     "recall.weight_graph": 0.25,
     "recall.weight_temporal": 1.0,
+    # Fused scores of facts spoken by a speaker the query names are multiplied
+    # by 1 + this (0 = off); see core/recall/focus.py.
+    "recall.speaker_focus": 1.0,
+    # Embed the query without the speaker names it holds (they say who, not what).
+    "recall.embed_without_speakers": True,
     # retain (entity resolution, links, opinions, observations)
     # A candidate entity is scored only when its name is at least this similar.
     "retain.entity_candidate_floor": 0.7,

@@ -205,7 +205,7 @@ def graph(
     mu: Mapping[str, float],
     vector: np.ndarray | None = None,
 ) -> tuple[ChannelResult, Activation]:
-    """Spreading activation from the best semantic hits.
+    """Spreading activation from `seed_hits` (id, similarity to the query), best first.
 
     score = activation · ((1 − g) + g · max(similarity to the query, 0)) with
     g = `recall.graph_relevance` (0: activation alone)."""
@@ -219,7 +219,7 @@ def graph(
     graph_arrays = link_graph(store)
     with graph_arrays.lock:
         t_load = time.perf_counter()
-        state = graph_arrays.refresh(store.reader(), getattr(store, "links_generation", None))
+        state = graph_arrays.refresh(store.reader(), store.generation)
         load_ms = _ms(t_load)
         adjacency = ScopedNeighbours(
             store, scope, graph_arrays, bool(settings["recall.entity_fan"])
@@ -234,17 +234,12 @@ def graph(
             node_budget=int(settings["recall.activation_node_budget"]),
         )
     ranked = activation.ranked(include_seeds=bool(settings["recall.graph_include_seeds"]))
-    if settings["recall.graph_beyond_semantic"]:
-        # The graph's vote is for what similarity did not already find: a unit
-        # that is both a semantic hit and a seed's neighbour would vote twice.
-        found = {unit_id for unit_id, _ in seed_hits}
-        ranked = [(n, a) for n, a in ranked if n not in found]
     relevance = float(settings["recall.graph_relevance"])
     if relevance > 0 and ranked and vector is not None:
         # Activation says "close to the best hits"; similarity says "about the
         # query". Among the many neighbours one seed lights equally, the ones
         # about the query come first.
-        similarity = _similarities(store, [n for n, _ in ranked], vector)
+        similarity = similarities(store, [n for n, _ in ranked], vector)
         ranked = sorted(
             (
                 (n, a * ((1 - relevance) + relevance * max(similarity.get(n, 0.0), 0.0)))
@@ -254,7 +249,7 @@ def graph(
         )
     ranked = ranked[:k]
     if not seeds:
-        note = f"no semantic hit reached the seed floor {floor:g}"
+        note = f"no seed reached the similarity floor {floor:g}"
     elif not ranked:
         note = f"nothing beyond the seeds was lit (stopped: {activation.stopped})"
     else:
@@ -275,7 +270,7 @@ def graph(
     return result, activation
 
 
-def _similarities(store: BankStore, ids: list[str], vector: np.ndarray) -> dict[str, float]:
+def similarities(store: BankStore, ids: list[str], vector: np.ndarray) -> dict[str, float]:
     rows = (
         store.reader()
         .execute("SELECT id, vector FROM units WHERE id IN (SELECT unnest(?))", [ids])

@@ -9,7 +9,7 @@ calibrating, and scaling any channel's scores changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -25,6 +25,7 @@ class Fused:
     score: float
     contributions: dict[str, Contribution] = field(default_factory=dict)
     rank: int = 0
+    factor: float = 1.0  # a boost after fusion (speaker focus); score includes it
 
     @property
     def best_rank(self) -> int:
@@ -35,6 +36,7 @@ class Fused:
             "id": self.id,
             "rank": self.rank,
             "score": self.score,
+            "factor": self.factor,
             "contributions": {
                 channel: {"rank": c.rank, "value": c.value}
                 for channel, c in self.contributions.items()
@@ -70,10 +72,20 @@ def rrf(
     for entry in fused.values():
         # Summed in a fixed order so equal inputs give bit-equal scores.
         entry.score = sum(c.value for _, c in sorted(entry.contributions.items()))
-    ordered = sorted(
-        fused.values(),
-        key=lambda f: (-f.score, f.best_rank, -len(f.contributions), f.id),
-    )
+    return _ranked(fused.values())
+
+
+def boost(fused: Sequence[Fused], ids: Collection[str], factor: float) -> list[Fused]:
+    """The fused list with the scores of `ids` multiplied by `factor`, re-ranked."""
+    for entry in fused:
+        if entry.id in ids:
+            entry.factor *= factor
+            entry.score *= factor
+    return _ranked(fused)
+
+
+def _ranked(entries: Iterable[Fused]) -> list[Fused]:
+    ordered = sorted(entries, key=lambda f: (-f.score, f.best_rank, -len(f.contributions), f.id))
     for position, entry in enumerate(ordered, start=1):
         entry.rank = position
     return ordered

@@ -1,8 +1,12 @@
 """recall(bank, query, budget): four channels in parallel, fused, reranked, packed.
 
-    query ─┬─ lexical (BM25) ─────────────────────────────┐
-           ├─ embed ─ semantic ─ graph (activation) ──────┤
-           └─ time expression ─ temporal ─────────────────┴─ RRF ─ rerank ─ pack
+    query ─┬─ lexical (BM25) ──┬──────────────────────────┐
+           ├─ embed ─ semantic ─┴─ seeds ─ graph ────────┤
+           └─ time expression ─ temporal ─────────────────┴─ RRF ─ focus ─ rerank ─ pack
+
+The graph is seeded from the best semantic and lexical hits fused. Speakers
+the query names (focus.py) decide who, not what: their facts are lifted after
+fusion, and their names are left out of the text the semantic channel embeds.
 
 Every stage writes into the trace (core/recall/trace.py documents its
 layout), so a person can see why each fact was returned and why others were
@@ -21,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.recall import channels as ch
+from core.recall import focus
 from core.recall.activation import Activation
 from core.recall.diversity import mmr
-from core.recall.fusion import rrf
+from core.recall.fusion import boost, rrf
 from core.recall.packing import TOKEN_COUNTS, pack, spread_sources
 from core.recall.rerank import (
     Candidate,
@@ -159,27 +164,40 @@ def recall(
         trace["notes"].append("the query has no letters or digits: nothing to recall")
         return finish()
 
+    # -- who the query is about -----------------------------------------------
+    t0 = time.perf_counter()
+    who = focus.speakers(store, query[:MAX_LEXICAL_CHARS])
+    semantic_query = who.without_names(query) if cfg["recall.embed_without_speakers"] else query
+    trace["speakers_named"] = list(who.named)
+    trace["semantic_query"] = semantic_query[:MAX_TRACE_QUERY_CHARS]
+    if semantic_query != query:
+        trace["notes"].append(
+            f"the semantic channel embedded {semantic_query[:200]!r}: the speakers'"
+            " names say who, not what"
+        )
+    timings["speakers"] = _ms(t0)
+
     # -- channels ---------------------------------------------------------------
+    # The graph is seeded from the best semantic and lexical hits, so it runs
+    # once both are in (and they run for it even when not asked for).
     pool = _executor()
     results: dict[str, ch.ChannelResult] = {}
     activation: Activation | None = None
     t_channels = time.perf_counter()
+    want_graph = "graph" in wanted
     lexical_future: Future | None = None
-    if "lexical" in wanted:
+    if "lexical" in wanted or want_graph:
         lexical_future = pool.submit(ch.lexical, store, query[:MAX_LEXICAL_CHARS], k, scope)
 
-    needs_vector = bool({"semantic", "graph", "temporal"} & set(wanted))
     vector: np.ndarray | None = None
-    if needs_vector:
+    if {"semantic", "graph", "temporal"} & set(wanted):
         t0 = time.perf_counter()
-        vector = bank.engine.embedder.embed_one(query[:MAX_EMBED_CHARS])
+        vector = bank.engine.embedder.embed_one(semantic_query[:MAX_EMBED_CHARS])
         timings["embed"] = _ms(t0)
 
     semantic_future: Future | None = None
-    if vector is not None and {"semantic", "graph"} & set(wanted):
-        semantic_future = pool.submit(
-            _semantic_and_graph, store, vector, k, scope, cfg, "graph" in wanted
-        )
+    if vector is not None and ("semantic" in wanted or want_graph):
+        semantic_future = pool.submit(ch.semantic, store, vector, k, scope)
 
     interval = None
     if "temporal" in wanted:
@@ -205,14 +223,15 @@ def recall(
             )
             results["temporal"].ms += timings["parse_time"]
 
+    direct = {}
     if lexical_future is not None:
-        results["lexical"] = lexical_future.result()
+        direct["lexical"] = lexical_future.result()
     if semantic_future is not None:
-        semantic_result, graph_result, activation = semantic_future.result()
-        if "semantic" in wanted:
-            results["semantic"] = semantic_result
-        if graph_result is not None:
-            results["graph"] = graph_result
+        direct["semantic"] = semantic_future.result()
+    results.update((name, result) for name, result in direct.items() if name in wanted)
+    if want_graph:
+        seeds = _seeds(store, vector, direct, cfg)
+        results["graph"], activation = ch.graph(store, seeds, k, scope, cfg, mu(cfg), vector)
     # Wall time of the four channels together, the query embedding not counted.
     timings["channels"] = _ms(t_channels) - timings.get("embed", 0.0)
     for name in CHANNELS:
@@ -228,6 +247,15 @@ def recall(
         k=float(cfg["recall.rrf_k"]),
         weights={name: float(cfg[f"recall.weight_{name}"]) for name in CHANNELS},
     )
+    factor = 1.0 + float(cfg["recall.speaker_focus"])
+    if factor != 1.0 and who.focused:
+        spoken = focus.spoken_by(store, [f.id for f in fused], who.focused)
+        fused = boost(fused, spoken, factor)
+        trace["focus"] = {"speakers": list(who.focused), "factor": factor, "units": sorted(spoken)}
+        trace["notes"].append(
+            f"speaker focus: {len(spoken)} candidates spoken by "
+            f"{' or '.join(who.focused)} count ×{factor:g}"
+        )
     trace["fused"] = [f.to_dict() for f in fused]
     timings["fusion"] = _ms(t0)
     if not fused:
@@ -318,13 +346,20 @@ def recall(
     return finish(items, observations, packed.used)
 
 
-def _semantic_and_graph(store, vector, k, scope, cfg, want_graph):
-    semantic_result = ch.semantic(store, vector, k, scope)
-    if not want_graph:
-        return semantic_result, None, None
-    seed_hits = list(zip(semantic_result.ids, semantic_result.scores, strict=True))
-    graph_result, activation = ch.graph(store, seed_hits, k, scope, cfg, mu(cfg), vector)
-    return semantic_result, graph_result, activation
+def _seeds(
+    store, vector: np.ndarray, direct: Mapping[str, ch.ChannelResult], cfg
+) -> list[tuple[str, float]]:
+    """The graph's seeds: the best of the semantic and lexical hits fused, each
+    with its similarity to the query (the seed's activation). Lexical hits seed
+    too: a rare word the query shares can find what its embedding does not."""
+    fused = rrf(
+        {name: result.ids for name, result in direct.items()},
+        k=float(cfg["recall.rrf_k"]),
+        weights={name: float(cfg[f"recall.weight_{name}"]) for name in direct},
+    )
+    best = [f.id for f in fused[: int(cfg["recall.activation_seeds"])]]
+    similarity = ch.similarities(store, best, vector)
+    return [(unit_id, similarity.get(unit_id, 0.0)) for unit_id in best]
 
 
 def _parse_interval(text: str, reference: datetime):

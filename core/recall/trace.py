@@ -1,20 +1,23 @@
 """The recall trace: plain JSON-serialisable data the studio draws from.
 
-Layout (every key always present; lists may be empty):
+Layout (every key always present but `focus`; lists may be empty):
 
     version, query, query_chars, budget, level, candidates_per_channel,
     networks, filters {start, end}, now, reference_time, reference_source,
     interval {start, end, text} | None, settings {recall.*: value},
-    channels_requested [name],
+    channels_requested [name], speakers_named [name], semantic_query (the text
+    embedded: the query without the speakers it names, see focus.py),
     channels {name: {ran, ids, scores, ms, note, ...}}   ranked ids + raw scores
     activation {seeds [{node, activation}], steps [{step, node, from, edge,
                 weight, activation}], stopped, lit} | None
-    fused [{id, rank, score, contributions {channel: {rank, value}}}]
+    focus {speakers [name], factor, units [id]}   only when the query names a speaker
+    fused [{id, rank, score, factor, contributions {channel: {rank, value}}}]
+          score = factor · Σ contributions (factor > 1 only for focused units)
     rerank {name, ms, scores [{id, score, fused_rank}], order [id]}
     packing {policy, order [id], tokens {id: n}, packed [id], skipped
              [{id, tokens, left}], tokens_used, budget}
     observations {budget, packed [id], skipped [id], tokens_used}
-    timings_ms {parse_time, embed, semantic, lexical, graph, temporal,
+    timings_ms {speakers, parse_time, embed, semantic, lexical, graph, temporal,
                 channels, fusion, load, rerank, packing, observations,
                 total, total_excluding_embedding}
     notes [str]
@@ -54,6 +57,8 @@ def new_trace(**fields: Any) -> dict[str, Any]:
         "interval": None,
         "settings": {},
         "channels_requested": [],
+        "speakers_named": [],
+        "semantic_query": "",
         "channels": {},
         "activation": None,
         "fused": [],
