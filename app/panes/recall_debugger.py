@@ -754,8 +754,9 @@ class RecallDebuggerPane(Pane):
         self.graph.select(unit_id)
 
     def prepare_screenshot(self, idle) -> None:
-        """For `engram screenshot`: a demo query with its second fused fact selected."""
-        self.query.setText("What caused the Atlas outage on June 23?")
+        """For `engram screenshot`: a demo query naming a speaker (so speaker focus
+        shows), with its second fused fact selected."""
+        self.query.setText("What did Priya say caused the Atlas outage on June 23?")
         self.run()
         idle()
         if len(self.view_data.fused) > 1:

@@ -153,6 +153,7 @@ class BankStore:
                 self._index_chunk(con, queued[start : start + INDEX_CHUNK])
             if queued:
                 self.vectors.maybe_compact()
+                self.vectors.maybe_index()
             return len(queued)
 
     def _index_chunk(self, con: duckdb.DuckDBPyConnection, chunk: list[str]) -> None:
@@ -186,6 +187,8 @@ class BankStore:
         units = self.reader().execute("SELECT count(*) FROM units").fetchone()[0]
         if not (units == self.vectors.count() == self.lexical.count()):
             self.repair()
+        # A large bank written before the vector index existed gets one now.
+        self.vectors.maybe_index()
 
     # -- verify and repair ---------------------------------------------------
 

@@ -70,6 +70,8 @@ def build_fresh(
     vectors = VectorIndex(fresh_vectors, dim)
     lexical = LexicalIndex(fresh_bm25)
     fill_indexes(con, vectors, lexical)
+    vectors.compact()  # one fragment per fill chunk, merged before the index trains
+    vectors.maybe_index()  # a large bank comes back indexed
     with warnings.catch_warnings():
         # LanceDB warns that dropping history breaks concurrent readers: none exist here.
         warnings.simplefilter("ignore", UserWarning)
