@@ -296,7 +296,8 @@ class GraphWidget(QWidget):
         parts = [f"{g.node_count} nodes · {g.edge_count} links"]
         if self.activation:
             lit = int((self.timeline.levels[-1] > 0).sum())
-            parts.append(f"{lit} lit in {self.timeline.steps} steps")
+            steps = self.timeline.steps
+            parts.append(f"{lit} lit in {steps} step{'' if steps == 1 else 's'}")
             if self.activation.get("stopped"):
                 parts.append(f"stopped: {self.activation['stopped']}")
         self.info.setText(" · ".join(parts))

@@ -105,6 +105,7 @@ class FusedRow:
     tokens: int | None
     status: str  # packed | skipped | not tried
     left: int | None = None  # tokens left when a skipped fact was tried
+    factor: float = 1.0  # speaker focus: the fused score is the contributions' sum times this
 
 
 @dataclass
@@ -177,6 +178,7 @@ def trace_view(trace: Mapping[str, Any]) -> TraceView:
                 view.tokens.get(unit_id),
                 status,
                 skipped[unit_id][2] if unit_id in skipped else None,
+                float(fused.get("factor", 1.0)),
             )
         )
     view.notes = [str(n) for n in trace.get("notes", [])]
@@ -708,7 +710,14 @@ class RecallDebuggerPane(Pane):
             cells = [
                 _item(str(row.rank), row.unit_id, True),
                 _item(_short(text, 120), row.unit_id, tip=f"{text}\n\nid {row.unit_id}"),
-                _item(f"{row.score:.4f}", row.unit_id, True),
+                _item(
+                    f"{row.score:.4f}" + (f" ×{row.factor:g}" if row.factor != 1.0 else ""),
+                    row.unit_id,
+                    True,
+                    f"the channels' sum ×{row.factor:g}: spoken by a speaker the query names"
+                    if row.factor != 1.0
+                    else "",
+                ),
             ]
             for name in CHANNELS:
                 c = row.contributions.get(name)

@@ -73,10 +73,11 @@ def make_result(bank) -> RecallResult:
         return 1 / (60 + rank)
 
     trace["fused"] = [
-        {
+        {  # spoken by a speaker the query names: speaker focus doubled it
             "id": u[2],
             "rank": 1,
-            "score": rrf(3) + rrf(1),
+            "score": 2 * (rrf(3) + rrf(1)),
+            "factor": 2.0,
             "contributions": {
                 "semantic": {"rank": 3, "value": rrf(3)},
                 "lexical": {"rank": 1, "value": rrf(1)},
@@ -181,7 +182,10 @@ def test_the_lists_match_the_trace(qtbot, studio, small_bank) -> None:
     assert fused.unit_ids() == [f["id"] for f in trace["fused"]]
     headers = list(FUSED_KEYS)
     for r, f in enumerate(trace["fused"]):
-        assert fused.item(r, headers.index("rrf")).text() == f"{f['score']:.4f}"
+        focus = f" ×{f['factor']:g}" if f.get("factor", 1.0) != 1.0 else ""
+        assert fused.item(r, headers.index("rrf")).text() == f"{f['score']:.4f}{focus}"
+    assert fused.item(0, headers.index("rrf")).text().endswith(" ×2")
+    for r, f in enumerate(trace["fused"]):
         for name in CHANNELS:
             cell = fused.item(r, headers.index(name)).text()
             c = f["contributions"].get(name)
