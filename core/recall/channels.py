@@ -271,6 +271,9 @@ def graph(
 
 
 def similarities(store: BankStore, ids: list[str], vector: np.ndarray) -> dict[str, float]:
+    """Cosine similarity of each unit in `ids` to the (normalised) query vector."""
+    if not ids:
+        return {}
     rows = (
         store.reader()
         .execute("SELECT id, vector FROM units WHERE id IN (SELECT unnest(?))", [ids])

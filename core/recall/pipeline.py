@@ -358,7 +358,9 @@ def _seeds(
         weights={name: float(cfg[f"recall.weight_{name}"]) for name in direct},
     )
     best = [f.id for f in fused[: int(cfg["recall.activation_seeds"])]]
-    similarity = ch.similarities(store, best, vector)
+    semantic = direct.get("semantic")
+    similarity = dict(zip(semantic.ids, semantic.scores, strict=True)) if semantic else {}
+    similarity.update(ch.similarities(store, [i for i in best if i not in similarity], vector))
     return [(unit_id, similarity.get(unit_id, 0.0)) for unit_id in best]
 
 
