@@ -43,7 +43,7 @@ from app.banks import BankList, CreateBankDialog, DeleteBankDialog, RenameBankDi
 from app.panes import Pane, build_panes
 from app.panes.ingest import IngestPane
 from app.panes.snapshots import SnapshotsPane
-from app.runner import Job, Runner
+from app.runner import Job, Runner, describe
 from app.state import StudioState
 from core import Bank, BankInfo, Change, Engine, Kind
 
@@ -273,6 +273,14 @@ class MainWindow(QMainWindow):
             return
         self.statusBar().showMessage(f"Opened “{bank.name}”.", 4000)
         self.set_bank(bank)
+        # The first recall on a large bank would otherwise wait for the link graph.
+        self.runner.run_query(
+            bank.prepare_recall,
+            on_error=lambda e: self.statusBar().showMessage(
+                f"Recall could not preload its link graph: {describe(e)}", 6000
+            ),
+            key=bank,
+        )
 
     def set_bank(self, bank: Bank | None) -> None:
         old = self.state.bank

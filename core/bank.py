@@ -337,6 +337,16 @@ class Bank:
 
         return recall(self, query, budget_tokens, networks, now, level, **options)
 
+    def prepare_recall(self) -> str:
+        """Load what recall keeps in memory (the link graph: ~3.5 s at 100,000
+        units) so the first recall is not the slow one; returns what the graph did
+        ("rebuilt", "appended" or "current"). Read-only."""
+        from core.recall.linkgraph import link_graph
+
+        graph = link_graph(self.store)
+        with graph.lock:
+            return graph.refresh(self.store.reader(), self.store.generation)
+
     # -- reflect and opinions (core/reflect) ---------------------------------
 
     def reflect(

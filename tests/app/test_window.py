@@ -256,3 +256,22 @@ def test_switching_banks_quickly_ends_on_an_open_bank(qtbot, make_window, engine
     assert window.state.bank is bank and not bank.closed
     pane = window.show_pane("world")
     qtbot.waitUntil(lambda: pane.model.rowCount() == bank.count(Network.WORLD))
+
+
+def test_opening_a_bank_preloads_recalls_link_graph(qtbot, make_window, engine):
+    bank = engine.create_bank("A")
+    bank.add_units(make_units(6, seed=3))
+    with bank.store.transaction() as tx:  # one link, both directions
+        a, b = [u.id for u in bank.units(limit=2)]
+        tx.con.execute(
+            "INSERT INTO links VALUES (?, ?, 'temporal', 1.0, NULL, NULL),"
+            " (?, ?, 'temporal', 1.0, NULL, NULL)",
+            [a, b, b, a],
+        )
+    window = make_window(start=True)
+    opened = bank_named(qtbot, window, "A")
+    wait_idle(qtbot, window.runner)
+    # Loaded in the runner after the open: the bank's first recall finds it current.
+    assert opened.prepare_recall() == "current"
+    result = opened.recall("anything at all", channels=["graph"])
+    assert result.trace["channels"]["graph"]["links"]["state"] == "current"

@@ -141,3 +141,10 @@ def test_graph_seeds_come_from_semantic_and_lexical_hits(chat):
     assert oscar in {s["node"] for s in seeds}
     assert all(-1.0 <= s["activation"] <= 1.0 for s in seeds)
     assert set(result.trace["channels"]) == {"graph"}  # seeds' channels ran, not fused
+
+
+def test_prepare_recall_loads_the_link_graph_once(chat):
+    assert chat.prepare_recall() == "rebuilt"
+    assert chat.prepare_recall() == "current"
+    result = chat.recall("pottery", channels=["graph"])
+    assert result.trace["channels"]["graph"]["links"]["state"] == "current"
