@@ -39,7 +39,7 @@ DEFAULTS: dict[str, Any] = {
     # Lit nodes at most, seeds included.
     "recall.activation_node_budget": 200,
     # Whether the graph channel's ranking lists its seeds too (they are
-    # semantic hits already; listing them again would vote for them twice).
+    # semantic or lexical hits already; listing them again would vote for them twice).
     "recall.graph_include_seeds": False,
     # Entity links weighted by their entity's specificity (the fan effect).
     "recall.entity_fan": True,
