@@ -298,6 +298,14 @@ _FUTURE_RE = re.compile(
 # in the sentence is told in the past.
 _PLAN_RE = re.compile(r"\b(?:(?:is|are|am)\s+|['’](?:s|re|m)\s+)\w+ing\b", re.I)
 _PAST_AUX_RE = re.compile(r"\b(?:was|were|been)\s+$", re.I)
+# A date that names a planned date ("a June 16 launch date", "the 12 May
+# deadline") is ahead whatever the tense of the sentence around it ("I created
+# the milestone with a June 16 launch date"), if that occurrence is near.
+_PLANNED_DATE_RE = re.compile(
+    r"\s*(?:(?:launch|release|ship|go-live|delivery|due|target|start|end)\s+date|deadline)\b",
+    re.I,
+)
+PLANNED_AHEAD = timedelta(days=183)
 # Sentences told in the past keep a yearless date in the past.
 _PAST_RE = re.compile(
     r"\b(?:was|were|did|had|went|got|came|saw|made|took|met|gave|told|said|ago|"
@@ -369,11 +377,14 @@ class _Ctx:
             self._future[key] = found
         return self._future[key]
 
-    def forward(self, pos: int, ahead: timedelta, behind: timedelta) -> bool:
-        """Does a yearless date point forward? Future talk: yes; past talk: no;
-        otherwise whichever occurrence is nearer ("10 to 12 September" asked on
-        28 August is this September, "in May" said in August the last one)."""
+    def forward(self, pos: int, end: int, ahead: timedelta, behind: timedelta) -> bool:
+        """Does the yearless date at text[pos:end] point forward? Future talk or a
+        planned date: yes; past talk: no; otherwise whichever occurrence is nearer
+        ("10 to 12 September" asked on 28 August is this September, "in May" said
+        in August the last one)."""
         if self.future(pos):
+            return True
+        if ahead <= PLANNED_AHEAD and _PLANNED_DATE_RE.match(self.text, end):
             return True
         if self.lenient:  # a bare expression has no sentence to judge by: the past
             return False
@@ -500,7 +511,7 @@ def _dated(m: re.Match[str], ctx: _Ctx, month: int, day: int) -> _Item | None:
     ahead, behind = after.start - ctx.today, ctx.today - before.start
     # A named day in the coming weeks is that day even in the past tense ("I
     # booked flights for May 19" on 29 April): nobody dates last year's day so.
-    fut = (not ctx.lenient and ahead <= SOON_DAY) or ctx.forward(m.start(), ahead, behind)
+    fut = (not ctx.lenient and ahead <= SOON_DAY) or ctx.forward(m.start(), m.end(), ahead, behind)
     iv = after if fut else before
     if iv is None:
         return None
@@ -585,7 +596,7 @@ def _bare_month(m: re.Match[str], ctx: _Ctx) -> _Item | None:
     else:
         ahead = _month_nearest(ctx.ref, month, "next").start - ctx.today
         behind = ctx.today - _month_nearest(ctx.ref, month, "past").start
-        mode = "future" if ctx.forward(m.start(), ahead, behind) else "past"
+        mode = "future" if ctx.forward(m.start(), m.end(), ahead, behind) else "past"
     iv = _month_nearest(ctx.ref, month, mode)
     redo = None if m["mod"] else (lambda r: _month_nearest(r, month, "past"))
     return _item(m, iv, redo)

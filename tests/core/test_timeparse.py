@@ -500,6 +500,27 @@ def test_a_yearless_date_points_to_its_nearer_occurrence_unless_the_tense_says(s
     assert when.start == start
 
 
+@pytest.mark.parametrize(
+    ("sentence", "said", "start"),
+    [
+        # A planned date is ahead even told in the past tense...
+        (
+            "I created the Beacon 2.0 milestone with a June 16 launch date",
+            datetime(2025, 4, 10, 9, 45),
+            datetime(2025, 6, 16),
+        ),
+        ("We agreed on the 30 September deadline", datetime(2025, 4, 10), datetime(2025, 9, 30)),
+        # ...unless this year's has passed and next year's is far off.
+        ("The June 16 launch date slipped", datetime(2025, 7, 20), datetime(2025, 6, 16)),
+        # A date followed by other words keeps the tense rule.
+        ("I created the milestone on June 16", datetime(2025, 4, 10), datetime(2024, 6, 16)),
+    ],
+)
+def test_a_planned_date_points_forward(sentence, said, start):
+    [when] = find_time_expressions(sentence, said)
+    assert when.start == start
+
+
 def test_the_past_tense_outweighs_a_progressive_in_the_same_sentence():
     sentence = "That fits what changed in June: Tomás is using live pairing for the handover"
     [when] = find_time_expressions(sentence, datetime(2025, 7, 3, 10))
