@@ -305,6 +305,13 @@ _PLANNED_DATE_RE = re.compile(
     r"\s*(?:(?:launch|release|ship|go-live|delivery|due|target|start|end)\s+date|deadline)\b",
     re.I,
 )
+# So is a near date in a sentence that arranges something ("Juniper blocked
+# July 7 to August 15 as parental leave", said in June).
+_ARRANGED_RE = re.compile(
+    r"\b(?:(?:re)?schedul(?:e|ed|ing)|block(?:ed|ing)?\s+(?:off\s+)?|book(?:ed|ing)|"
+    r"reserv(?:e|ed|ing)|arrang(?:e|ed|ing)|postpon(?:e|ed|ing)|pencil(?:l?ed)?\s+in)\b",
+    re.I,
+)
 PLANNED_AHEAD = timedelta(days=183)
 # Sentences told in the past keep a yearless date in the past.
 _PAST_RE = re.compile(
@@ -384,13 +391,15 @@ class _Ctx:
         in August the last one)."""
         if self.future(pos):
             return True
-        if ahead <= PLANNED_AHEAD and _PLANNED_DATE_RE.match(self.text, end):
-            return True
-        if self.lenient:  # a bare expression has no sentence to judge by: the past
-            return False
         lo = max(self.text.rfind(". ", 0, pos), 0)
         hi = self.text.find(". ", pos)
         hi = hi if hi >= 0 else len(self.text)
+        if ahead <= PLANNED_AHEAD and (
+            _PLANNED_DATE_RE.match(self.text, end) or _ARRANGED_RE.search(self.text, lo, hi)
+        ):
+            return True
+        if self.lenient:  # a bare expression has no sentence to judge by: the past
+            return False
         if _PAST_RE.search(self.text, lo, hi):
             return False
         return bool(_PLAN_RE.search(self.text, lo, hi)) or ahead < behind

@@ -512,6 +512,15 @@ def test_a_yearless_date_points_to_its_nearer_occurrence_unless_the_tense_says(s
         ("We agreed on the 30 September deadline", datetime(2025, 4, 10), datetime(2025, 9, 30)),
         # ...unless this year's has passed and next year's is far off.
         ("The June 16 launch date slipped", datetime(2025, 7, 20), datetime(2025, 6, 16)),
+        # So is a near date in a sentence that arranges something.
+        (
+            "Juniper blocked July 7 to August 15 as parental leave",
+            datetime(2025, 6, 5),
+            datetime(2025, 7, 7),
+        ),
+        ("I rescheduled the review for 3 November", datetime(2025, 7, 1), datetime(2025, 11, 3)),
+        # Arranged on a day this year, long ago: the past one.
+        ("We booked the cabin on 2 July", datetime(2025, 8, 28), datetime(2025, 7, 2)),
         # A date followed by other words keeps the tense rule.
         ("I created the milestone on June 16", datetime(2025, 4, 10), datetime(2024, 6, 16)),
     ],
