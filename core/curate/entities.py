@@ -124,7 +124,7 @@ def merge_entities(bank: Bank, source_id: str, target_id: str, *, actor: str = "
             {"a": source_id, "b": target_id},
         )
         c.execute("UPDATE mentions SET entity_id = ? WHERE entity_id = ?", [target_id, source_id])
-        c.execute("UPDATE links SET entity_id = ? WHERE entity_id = ?", [target_id, source_id])
+        _move_entity_links(c, source_id, target_id)
         _dedupe_entity_links(c, target_id)
         if dropped_obs:
             delete_unit_rows(c, [dropped_obs])
@@ -215,11 +215,7 @@ def split_entity(
         )
         # Entity links between two moved units now go through the new entity;
         # links between a moved unit and one that stayed no longer share one.
-        c.execute(
-            "UPDATE links SET entity_id = $new WHERE entity_id = $old"
-            " AND source IN (SELECT unnest($units)) AND target IN (SELECT unnest($units))",
-            {"new": fresh, "old": entity_id, "units": chosen},
-        )
+        _move_entity_links(c, entity_id, fresh, chosen)
         c.execute(
             "DELETE FROM links WHERE entity_id = $old"
             " AND (source IN (SELECT unnest($units)) OR target IN (SELECT unnest($units)))",
@@ -247,4 +243,23 @@ def split_entity(
         target=entity_id,
         scope=Scope(units=set(chosen), entities={entity_id, fresh}),
         body=body,
+    )
+
+
+def _move_entity_links(c, old: str, new: str, units: list[str] | None = None) -> None:
+    """Point the entity links through `old` at `new` (only those between `units`
+    when given). The rows are rewritten, not updated in place: recall's link graph
+    in memory (core/recall/linkgraph.py) notices inserts and deletes, not updates."""
+    condition = "entity_id = $old"
+    params: dict = {"old": old, "new": new}
+    if units is not None:
+        condition += " AND source IN (SELECT unnest($units)) AND target IN (SELECT unnest($units))"
+        params["units"] = units
+    c.execute(
+        "INSERT INTO links SELECT source, target, kind, weight, $new, relation"
+        f" FROM links WHERE {condition}",
+        params,
+    )
+    c.execute(
+        f"DELETE FROM links WHERE {condition}", {k: v for k, v in params.items() if k != "new"}
     )
