@@ -193,32 +193,6 @@ def test_merge_moves_mentions_links_opinions_and_observations(built):
     assert bank.verify().ok
 
 
-@pytest.mark.parametrize("operation", ["merge", "split"])
-def test_recalls_link_graph_sees_a_merge_and_a_split(built, operation):
-    from core.recall.linkgraph import LinkGraph, link_graph
-
-    bank, b = built
-    marker, bob = b.entities["marker"], b.entities["bob"]
-    # No new entity links on merge: only the rewritten rows can tell the graph.
-    bank.set_profile(config={"retain.entity_links_per_entity": 0})
-    bank.prepare_recall()  # the graph held in memory, as a studio holds it
-    if operation == "merge":
-        bank.merge_entities(marker, bob)
-    else:
-        bank.split_entity(marker, [b.units["m_cello"], b.units["i_concert"]], "Marker Sr")
-    bank.prepare_recall()
-    fresh = LinkGraph()
-    fresh.refresh(bank.store.reader())
-    ids = [u.id for u in bank.units(limit=None)]
-
-    def edges(graph):  # entity links weighted by their entity's fan: reads entity ids
-        return sorted(
-            (e.source, e.target, e.kind, round(e.weight, 6)) for e in graph.neighbours(ids, True)
-        )
-
-    assert edges(link_graph(bank.store)) == edges(fresh)
-
-
 def test_merge_when_both_have_observations_keeps_one(built):
     bank, b = built
     marker, bob = b.entities["marker"], b.entities["bob"]

@@ -130,17 +130,26 @@ def test_the_semantic_channel_embeds_the_query_without_speaker_names(chat):
     assert kept.trace["semantic_query"] == query
 
 
-def test_graph_seeds_come_from_semantic_and_lexical_hits(chat):
-    # "carrots" is in one turn only: lexical finds it, and it seeds the graph
-    # with its similarity to the query as its activation.
-    result = chat.recall(
-        "Oscar carrots", channels=["graph"], settings={"recall.seed_similarity_floor": 0.0}
-    )
-    seeds = result.trace["activation"]["seeds"]
-    oscar = next(u.id for u in chat.units(limit=100) if "Oscar" in u.text)
-    assert oscar in {s["node"] for s in seeds}
-    assert all(-1.0 <= s["activation"] <= 1.0 for s in seeds)
-    assert set(result.trace["channels"]) == {"graph"}  # seeds' channels ran, not fused
+def test_graph_seeds_are_the_best_semantic_and_lexical_hits_fused(chat):
+    from core.recall.channels import ChannelResult
+    from core.recall.pipeline import _seeds
+    from core.recall.settings import resolve
+
+    unit = {u.text.split(":")[1].split()[0]: u.id for u in chat.units(limit=100)}
+    pottery, camping, oscar = unit["I"], unit["We"], unit["Did"]
+    direct = {
+        "semantic": ChannelResult("semantic", [pottery, camping], [0.9, 0.8]),
+        "lexical": ChannelResult("lexical", [oscar], [5.0]),
+    }
+    vector = chat.engine.embedder.embed_one("guinea pig food")
+    seeds = _seeds(chat.store, vector, direct, resolve(chat.config, {"recall.activation_seeds": 2}))
+    stored = chat.store.reader().execute("SELECT vector FROM units WHERE id = ?", [oscar])
+    # The two first places of the fusion, camping third; the semantic hit keeps
+    # the score its channel gave (not recomputed), the lexical one gets its cosine.
+    assert dict(seeds) == {
+        pottery: 0.9,
+        oscar: pytest.approx(float(vector @ stored.fetchone()[0]), abs=1e-5),
+    }
 
 
 def test_prepare_recall_loads_the_link_graph_once(chat):

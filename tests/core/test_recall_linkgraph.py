@@ -112,3 +112,43 @@ def test_entity_fan_weakens_links_through_common_entities(con):
     fan = {e.target: e.weight for e in graph.neighbours(["u0"], entity_fan=True)}
     assert fan["u1"] == pytest.approx(1 - 1 / 3, abs=1e-6)
     assert fan["u2"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_merge_that_adds_and_drops_no_link_is_still_seen(bank):
+    """Merging X into Y when Y has no links of its own and no new links are
+    written leaves the links table's size and last rowid as they were: only the
+    rewritten rows tell the graph held in memory that the links' entity changed."""
+    from core import NewUnit
+    from core.recall.linkgraph import link_graph
+
+    bank.add_units(
+        [
+            NewUnit(text="Xavier plays the cello.", entity_ids=("x",), id="u1"),
+            NewUnit(text="Xavier joined an orchestra.", entity_ids=("x",), id="u2"),
+            NewUnit(text="Yolanda paints.", entity_ids=("y",), id="u3"),
+            NewUnit(text="The weather was mild.", id="u4"),
+        ]
+    )
+    with bank.store.transaction() as tx:
+        for entity, name in (("x", "Xavier"), ("y", "Yolanda")):
+            tx.con.execute(
+                "INSERT INTO entities VALUES (?, ?, 'person', [], 'active', now(), now())",
+                [entity, name],
+            )
+        tx.con.execute(
+            "INSERT INTO links VALUES ('u1', 'u2', 'entity', 1.0, 'x', NULL),"
+            " ('u2', 'u1', 'entity', 1.0, 'x', NULL)"
+        )
+    bank.set_profile(config={"retain.entity_links_per_entity": 0})
+    bank.prepare_recall()  # held in memory, as the studio holds it
+    bank.merge_entities("x", "y")
+    bank.prepare_recall()
+    fresh = LinkGraph()
+    fresh.refresh(bank.store.reader())
+
+    def edges(graph):  # weighted by their entity's fan: reads each link's entity
+        return sorted(
+            (e.source, e.target, round(e.weight, 6)) for e in graph.neighbours(["u1", "u2"], True)
+        )
+
+    assert edges(link_graph(bank.store)) == edges(fresh)
