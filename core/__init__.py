@@ -12,6 +12,8 @@ from core.progress import CancelToken, Progress
 from core.providers.llm import LanguageModel, LanguageModelError, LlmSettings
 from core.recall.activation import adjacency, spread
 from core.recall.result import RecallItem, RecallResult
+from core.recall.settings import activation_params
+from core.recall.trace import replay_activation
 from core.reflect import (
     Comparison,
     FormedOpinion,
@@ -104,9 +106,11 @@ __all__ = [
     "UnitFilter",
     "UnitStatus",
     "VerifyReport",
+    "activation_params",
     "adjacency",
     "diff_snapshots",
     "load_documents",
+    "replay_activation",
     "spread",
     "system_prompt",
 ]

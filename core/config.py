@@ -27,7 +27,11 @@ DEFAULTS: dict[str, Any] = {
     "recall.rrf_k": 60,
     "recall.activation_decay": 0.8,
     "recall.activation_threshold": 0.05,
-    "recall.activation_steps": 3,
+    # Spreading is a process (see recall/activation.py): each step lights at
+    # most `activation_step_budget` new nodes, strongest first, so the node
+    # budget fills over several steps rather than in the first.
+    "recall.activation_steps": 8,
+    "recall.activation_step_budget": 40,
     "recall.seed_similarity_floor": 0.3,
     "recall.mu_causal": 1.0,
     "recall.mu_entity": 0.9,

@@ -56,6 +56,7 @@ PARAM_HELP = {
     "recall.activation_decay": "Spreading activation decay δ per step.",
     "recall.activation_threshold": "Activation below which spreading stops.",
     "recall.activation_steps": "Maximum spreading activation steps.",
+    "recall.activation_step_budget": "New nodes one spreading step may light (0: no limit).",
     "recall.seed_similarity_floor": "Similarity a semantic hit needs to seed activation.",
     "recall.mu_causal": "μ for causal links.",
     "recall.mu_entity": "μ for entity links.",

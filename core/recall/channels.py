@@ -18,6 +18,7 @@ import numpy as np
 
 from core.recall.activation import Activation, Edge, spread
 from core.recall.linkgraph import LinkGraph, link_graph
+from core.recall.settings import activation_params
 from core.recall.timescore import interval_proximity
 from core.store.bank_store import BankStore
 from core.store.filters import sql_string, sql_string_list
@@ -224,15 +225,7 @@ def graph(
         adjacency = ScopedNeighbours(
             store, scope, graph_arrays, bool(settings["recall.entity_fan"])
         )
-        activation = spread(
-            seeds,
-            adjacency,
-            decay=float(settings["recall.activation_decay"]),
-            mu=mu,
-            threshold=float(settings["recall.activation_threshold"]),
-            max_steps=int(settings["recall.activation_steps"]),
-            node_budget=int(settings["recall.activation_node_budget"]),
-        )
+        activation = spread(seeds, adjacency, **{**activation_params(settings), "mu": mu})
     ranked = activation.ranked(include_seeds=bool(settings["recall.graph_include_seeds"]))
     relevance = float(settings["recall.graph_relevance"])
     if relevance > 0 and ranked and vector is not None:

@@ -39,3 +39,19 @@ def mu(settings: Mapping[str, Any]) -> dict[str, float]:
         kind: float(settings[f"recall.mu_{kind}"])
         for kind in ("causal", "entity", "temporal", "semantic")
     }
+
+
+def activation_params(settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The keyword arguments of `spread` from recall settings (a bank's config,
+    a trace's `settings`, or nothing: the defaults), so recall and the studio
+    read one source."""
+    cfg = resolve({}, None)
+    cfg.update({k: v for k, v in (settings or {}).items() if k in RECALL_DEFAULTS})
+    return {
+        "decay": float(cfg["recall.activation_decay"]),
+        "mu": mu(cfg),
+        "threshold": float(cfg["recall.activation_threshold"]),
+        "max_steps": int(cfg["recall.activation_steps"]),
+        "node_budget": int(cfg["recall.activation_node_budget"]),
+        "step_budget": int(cfg["recall.activation_step_budget"]),
+    }

@@ -121,3 +121,25 @@ def explain(trace: dict[str, Any], unit_id: str) -> dict[str, Any]:
         "packed": unit_id in packing["packed"],
         "skipped": skipped,
     }
+
+
+def replay_activation(activation: dict[str, Any] | None) -> list[dict[str, float]]:
+    """Every node's activation after each step of a recorded spreading (index 0:
+    the seeds), rebuilt from the trace alone: what the studio animates. A node
+    keeps the highest activation it reached, as in `spread`."""
+    if not activation:
+        return []
+    current = {s["node"]: float(s["activation"]) for s in activation.get("seeds", [])}
+    levels = [dict(current)]
+    by_step: dict[int, list[dict[str, Any]]] = {}
+    for step in activation.get("steps", []):
+        by_step.setdefault(int(step["step"]), []).append(step)
+    last = max(by_step, default=0)
+    for wave in activation.get("waves", []):
+        last = max(last, int(wave["step"]))
+    for t in range(1, last + 1):
+        for step in by_step.get(t, []):
+            node, a = step["node"], float(step["activation"])
+            current[node] = max(current.get(node, 0.0), a)
+        levels.append(dict(current))
+    return levels

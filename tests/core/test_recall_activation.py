@@ -122,3 +122,94 @@ def test_directed_adjacency_only_follows_given_direction():
         "weight": 1.0,
         "activation": pytest.approx(0.9),
     }
+
+
+# -- spreading as a process: the per-step budget and the recorded waves ----------------
+
+# A seed S with five neighbours of falling strength, and a strong path S-H-J
+# (J two links away, stronger than the weakest neighbours).
+FAN = [
+    ("S", "n1", "causal", 1.0),
+    ("S", "n2", "causal", 0.9),
+    ("S", "n3", "causal", 0.8),
+    ("S", "n4", "causal", 0.3),
+    ("S", "n5", "causal", 0.25),
+    ("n1", "J", "causal", 1.0),
+]
+
+
+def fan(**overrides):
+    params = {
+        "decay": 1.0,
+        "mu": MU,
+        "threshold": 0.1,
+        "max_steps": 10,
+        "node_budget": 100,
+        "step_budget": 2,
+        **overrides,
+    }
+    return spread({"S": 1.0}, adjacency(FAN), **params)
+
+
+def test_the_step_budget_spreads_in_distinct_waves():
+    result = fan()
+    lit_by_step = [wave.lit for wave in result.waves]
+    # Step 1 lights the two strongest; n3 waits. Step 2: J (1.0 via n1) and n3
+    # (0.8) beat the weak n4 and n5, which are lit in step 3.
+    assert lit_by_step == [["n1", "n2"], ["J", "n3"], ["n4", "n5"]]
+    assert [wave.frontier for wave in result.waves] == [["S"], ["n1", "n2"], ["J", "n3"]]
+    assert [wave.waiting for wave in result.waves] == [3, 2, 0]
+    assert len({s.step for s in result.steps}) == 3
+    assert result.stopped == "threshold"  # step 4: the frontier offers nothing new
+    # Without a per-step budget every neighbour is lit in step 1 (the old picture).
+    unlimited = fan(step_budget=0)
+    assert unlimited.waves[0].lit == ["n1", "n2", "n3", "n4", "n5"]
+    assert set(unlimited.activation) == set(result.activation)
+    assert unlimited.activation == pytest.approx(result.activation)
+
+
+def test_the_node_budget_still_caps_the_total_and_keeps_the_strongest():
+    result = fan(node_budget=5)  # S and four more
+    assert set(result.activation) == {"S", "n1", "n2", "J", "n3"}
+    assert result.stopped == "node_budget"
+    # The steps cap the waves too: one step lights only the first two.
+    assert set(fan(max_steps=1).activation) == {"S", "n1", "n2"}
+
+
+def test_waves_record_the_energy_each_link_carried():
+    result = fan()
+    for wave in result.waves:
+        assert wave.carried, wave
+        earlier = {n for w in result.waves if w.step < wave.step for n in w.lit} | {"S"}
+        for c in wave.carried:
+            # From this frontier, or (a node that waited) from one lit earlier.
+            assert c.source in earlier and c.target in wave.lit
+            # energy = A(source) · w · δ · μ(kind), with δ = 1 here
+            assert c.energy == pytest.approx(result.activation[c.source] * c.weight * MU[c.kind])
+        # Every node lit in a wave is reached by a recorded link carrying its activation.
+        for node in wave.lit:
+            assert max(c.energy for c in wave.carried if c.target == node) == pytest.approx(
+                result.activation[node]
+            )
+    as_dict = result.to_dict()
+    assert as_dict["step_budget"] == 2
+    assert as_dict["waves"][1]["carried"][0] == {
+        "from": "n1",
+        "to": "J",
+        "edge": "causal",
+        "weight": 1.0,
+        "energy": pytest.approx(1.0),
+    }
+
+
+def test_replaying_the_trace_gives_what_spreading_computed():
+    from core.recall.trace import replay_activation
+
+    for result in (fan(), run(), fan(node_budget=4)):
+        levels = replay_activation(result.to_dict())
+        assert len(levels) == len(result.waves) + 1
+        assert levels[0] == result.seeds
+        assert levels[-1] == pytest.approx(result.activation)
+        for wave, after in zip(result.waves, levels[1:], strict=True):
+            assert set(wave.lit) <= set(after)
+            assert all(after[n] == pytest.approx(result.activation[n]) for n in wave.lit)

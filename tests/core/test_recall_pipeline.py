@@ -297,3 +297,26 @@ def test_cli_recall(filled, engine, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["trace"]["networks"] == ["world"]
     assert all(item["network"] == "world" for item in data["items"])
+
+
+def test_the_trace_replays_the_waves_recall_spread(filled):
+    """A per-step budget of one: recall lights one node a step, and the trace's
+    waves replay to exactly the activation the graph channel ranked."""
+    from core.recall.trace import replay_activation
+
+    result = filled.recall(
+        "Alice's new job at Google",
+        channels=["graph"],
+        settings={"recall.activation_seeds": 1, "recall.activation_step_budget": 1},
+    )
+    activation = result.trace["activation"]
+    waves = activation["waves"]
+    assert len(waves) >= 2 and all(len(w["lit"]) == 1 for w in waves)
+    assert activation["step_budget"] == 1
+    levels = replay_activation(activation)
+    graph = result.trace["channels"]["graph"]
+    for unit_id, a in zip(graph["ids"], graph["activation"], strict=True):
+        assert levels[-1][unit_id] == pytest.approx(a)
+    for wave, before, after in zip(waves, levels[:-1], levels[1:], strict=True):
+        assert set(after) - set(before) == set(wave["lit"])
+        assert all(c["to"] in wave["lit"] for c in wave["carried"])
