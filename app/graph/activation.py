@@ -1,12 +1,14 @@
-"""Spreading activation for the graph pane: re-run it, and turn it into frames.
+"""Spreading activation for the graph pane: replay the trace, or re-run it.
 
-The rule is the engine's (`core.recall.activation.spread`, a pure function):
+The rule and its defaults are the engine's (`core.spread`, `core.activation_params`):
 
     A(j, t+1) = max over edges (i, j) of A(i, t) · w(i, j) · δ · μ(kind)
 
-The studio re-runs it over the neighbourhood it shows when a person moves the
-δ or μ sliders or hides a link kind, so what the pane animates is exactly what
-recall would compute on that graph. Pure: no Qt.
+spread wave by wave, at most `step_budget` new nodes a step. What the pane
+animates is the trace's record of what recall did (each wave's frontier and
+the energy its links carried), replayed with `core.replay_activation`. Only
+when a person moves the δ or μ sliders is the rule re-run, over the graph
+shown, as a what-if. Pure: no Qt.
 """
 
 from __future__ import annotations
@@ -18,34 +20,16 @@ from typing import Any
 import numpy as np
 
 from app.graph.model import LINK_KINDS, GraphData
-from core import adjacency, spread  # the engine's own activation, pure and Qt-free
+from core import activation_params, adjacency, replay_activation, spread
 
-# The engine's defaults (core/config.py) for a graph with no bank behind it.
-DEFAULT_PARAMS: dict[str, Any] = {
-    "decay": 0.8,
-    "mu": {"causal": 1.0, "entity": 0.9, "temporal": 0.6, "semantic": 0.6},
-    "threshold": 0.05,
-    "max_steps": 3,
-    "node_budget": 200,
-}
+# The engine's defaults (core/config.py, through the public face): never a copy.
+DEFAULT_PARAMS: dict[str, Any] = activation_params()
 
 
 def params_from_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Activation parameters from a trace's `settings` (recall.* keys), defaults elsewhere."""
-    out = {**DEFAULT_PARAMS, "mu": dict(DEFAULT_PARAMS["mu"])}
-    if "recall.activation_decay" in settings:
-        out["decay"] = float(settings["recall.activation_decay"])
-    if "recall.activation_threshold" in settings:
-        out["threshold"] = float(settings["recall.activation_threshold"])
-    if "recall.activation_steps" in settings:
-        out["max_steps"] = int(settings["recall.activation_steps"])
-    if "recall.activation_node_budget" in settings:
-        out["node_budget"] = int(settings["recall.activation_node_budget"])
-    for kind in LINK_KINDS:
-        key = f"recall.mu_{kind}"
-        if key in settings:
-            out["mu"][kind] = float(settings[key])
-    return out
+    """Activation parameters from recall settings (a bank's config, a trace's
+    `settings`): the engine's reading of them, defaults for what is missing."""
+    return activation_params(settings)
 
 
 def rerun(
@@ -57,6 +41,7 @@ def rerun(
     threshold: float = DEFAULT_PARAMS["threshold"],
     max_steps: int = DEFAULT_PARAMS["max_steps"],
     node_budget: int = DEFAULT_PARAMS["node_budget"],
+    step_budget: int = DEFAULT_PARAMS["step_budget"],
     kinds: Iterable[str] | None = None,
 ) -> dict[str, Any]:
     """Spread from `seeds` over `graph`; the result has the trace's activation layout
@@ -72,6 +57,7 @@ def rerun(
         threshold=float(threshold),
         max_steps=int(max_steps),
         node_budget=int(node_budget),
+        step_budget=int(step_budget),
     )
     return result.to_dict()
 
@@ -81,12 +67,15 @@ class Timeline:
     """Activation as arrays, one row per step (row 0: the seeds).
 
     `levels[s, i]` is node i's activation after step s (a node keeps the highest
-    it reached); `carried[s]` the edge indices that carried activation in step s
-    (empty for s = 0)."""
+    it reached); `carried[s]` the edge indices that carried energy in step s
+    and `energy[s]` what each carried (empty for s = 0); `frontier[s]` the
+    nodes that spread in step s."""
 
     levels: np.ndarray
     carried: list[np.ndarray]
     lit_order: list[str] = field(default_factory=list)
+    energy: list[np.ndarray] = field(default_factory=list)
+    frontier: list[np.ndarray] = field(default_factory=list)
 
     @property
     def steps(self) -> int:
@@ -107,14 +96,26 @@ class Timeline:
         before, after = self.levels[step], self.levels[step + 1]
         return before + (after - before) * np.float32(frac), step + 1, frac
 
+    def lit_after(self, step: int) -> int:
+        step = min(max(step, 0), self.steps)
+        return int((self.levels[step] > 0).sum())
+
     @classmethod
     def empty(cls, node_count: int) -> Timeline:
-        return cls(np.zeros((1, node_count), dtype=np.float32), [np.zeros(0, dtype=np.int64)])
+        none = np.zeros(0, dtype=np.int64)
+        return cls(
+            np.zeros((1, node_count), dtype=np.float32),
+            [none],
+            energy=[np.zeros(0, dtype=np.float32)],
+            frontier=[none],
+        )
 
 
 def timeline(graph: GraphData, activation: Mapping[str, Any] | None) -> Timeline:
-    """Frames from an activation record (the trace's, or `rerun`'s). Steps naming
-    nodes or edges the graph does not show are left out of the picture."""
+    """Frames replayed from an activation record (the trace's, or `rerun`'s):
+    levels from `replay_activation`, and per step the links that carried
+    energy as the record names them. Nodes or links the graph does not show
+    are left out of the picture."""
     n = graph.node_count
     if not activation:
         return Timeline.empty(n)
@@ -124,30 +125,46 @@ def timeline(graph: GraphData, activation: Mapping[str, Any] | None) -> Timeline
             zip(graph.src.tolist(), graph.dst.tolist(), graph.kind.tolist(), strict=True)
         )
     }
-    current = np.zeros(n, dtype=np.float32)
-    for seed in activation.get("seeds", []):
-        i = graph.index.get(seed["node"])
-        if i is not None:
-            current[i] = max(current[i], float(seed["activation"]))
-    rows = [current.copy()]
-    carried: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
-    lit: list[str] = []
+    index = graph.index
+    rows: list[np.ndarray] = []
+    for levels in replay_activation(dict(activation)):
+        row = np.zeros(n, dtype=np.float32)
+        for node, a in levels.items():
+            i = index.get(node)
+            if i is not None:
+                row[i] = a
+        rows.append(row)
+    steps = len(rows) - 1
+    waves = {int(w["step"]): w for w in activation.get("waves", [])}
     by_step: dict[int, list[Mapping[str, Any]]] = {}
     for step in activation.get("steps", []):
         by_step.setdefault(int(step["step"]), []).append(step)
-    for t in sorted(by_step):
-        edges: list[int] = []
-        for step in by_step[t]:
-            j, i = graph.index.get(step["node"]), graph.index.get(step["from"])
-            if j is None:
-                continue
-            current[j] = max(current[j], float(step["activation"]))
-            lit.append(step["node"])
-            kind = LINK_KINDS.index(step["edge"]) if step["edge"] in LINK_KINDS else -1
-            if i is not None:
-                e = edge_at.get((min(i, j), max(i, j), kind))
-                if e is not None:
-                    edges.append(e)
-        rows.append(current.copy())
-        carried.append(np.array(sorted(set(edges)), dtype=np.int64))
-    return Timeline(np.stack(rows), carried, lit)
+    none = np.zeros(0, dtype=np.int64)
+    carried, energy, frontier = [none], [np.zeros(0, dtype=np.float32)], [none]
+    lit: list[str] = []
+    for t in range(1, steps + 1):
+        wave = waves.get(t)
+        # Old traces (no waves) name only the winning link of each lit node.
+        links = (
+            [(c["from"], c["to"], c["edge"], c["energy"]) for c in wave["carried"]]
+            if wave is not None
+            else [(s["from"], s["node"], s["edge"], s["activation"]) for s in by_step.get(t, [])]
+        )
+        found: dict[int, float] = {}
+        for source, target, kind, carried_energy in links:
+            i, j = index.get(source), index.get(target)
+            k = LINK_KINDS.index(kind) if kind in LINK_KINDS else -1
+            e = edge_at.get((min(i, j), max(i, j), k)) if i is not None and j is not None else None
+            if e is not None:
+                found[e] = max(found.get(e, 0.0), float(carried_energy))
+        order = sorted(found)
+        carried.append(np.array(order, dtype=np.int64))
+        energy.append(np.array([found[e] for e in order], dtype=np.float32))
+        names = (
+            wave["frontier"]
+            if wave is not None
+            else sorted({s["from"] for s in by_step.get(t, [])})
+        )
+        frontier.append(np.array(sorted(index[x] for x in names if x in index), dtype=np.int64))
+        lit += [s["node"] for s in by_step.get(t, [])]
+    return Timeline(np.stack(rows), carried, lit, energy, frontier)

@@ -31,13 +31,21 @@ class ReadOnlyUnitDetail(UnitDetail):
         if not unit_id or bank is None:
             self.show_unit(None)
             return
+
+        def work():
+            # Entity names, so the detail and its links say "via Atlas", not an id.
+            names = {e.id: e.name for e in bank.entities(include_retracted=True)}
+            return bank.unit(unit_id), names
+
         self.state.runner.run_query(
-            lambda: bank.unit(unit_id),
-            lambda unit: self._loaded(unit_id, unit),
-            lambda _error: self._loaded(unit_id, None),
+            work,
+            lambda out: self._loaded(unit_id, *out),
+            lambda _error: self._loaded(unit_id, None, {}),
             key=bank,
         )
 
-    def _loaded(self, unit_id: str, unit) -> None:
+    def _loaded(self, unit_id: str, unit, names: dict[str, str]) -> None:
         if unit_id == self._wanted:
+            if names:
+                self.entity_names = dict(names)
             self.show_unit(unit)

@@ -1,7 +1,8 @@
 """What the graph pane shows, read from the engine: runs in the runner, no Qt.
 
-Three neighbourhoods, as the issue asks: of a query (every unit the recall
-trace names, with the activation it records), of a unit and of an entity
+Three neighbourhoods: of a query (the subgraph recall's spreading activation
+lit — seeds, lit nodes, packed results — and its one-hop context, with the
+activation the trace records), of a unit and of an entity
 (the units within a few links, with activation spread from the unit or from
 the units that mention the entity). Links come from `Bank.links`, one unit at
 a time (each link is stored both ways, so the links leaving a unit are all of
@@ -19,6 +20,8 @@ from app.graph.model import GraphData, trace_links, trace_node_ids
 from core import Bank
 
 MAX_NODES = 600  # the pane stays readable (and the layout quick) below this
+# One-hop context drawn around a recall's activated subgraph, strongest links first.
+CONTEXT_NODES = 80
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,12 @@ class Neighbourhood:
     packed: tuple[str, ...] = ()
     title: str = ""
     notes: tuple[str, ...] = field(default=())
+    context: tuple[str, ...] = ()  # shown for context: one link from the activated subgraph
+    seeds: tuple[str, ...] = ()
+    # Text and network of every unit the trace names, drawn or not (the recall
+    # debugger's tables list channel hits the graph leaves out).
+    texts: Mapping[str, str] = field(default_factory=dict)
+    networks: Mapping[str, str] = field(default_factory=dict)
 
 
 def _units(bank: Bank, ids: Sequence[str]) -> dict[str, Any]:
@@ -63,16 +72,64 @@ def bank_params(bank: Bank) -> dict[str, Any]:
     return params_from_settings(bank.config)
 
 
-def of_trace(bank: Bank, trace: Mapping[str, Any], packed: Iterable[str] = ()) -> Neighbourhood:
-    """Every unit a recall trace names, the links between them, the trace's activation."""
-    ids = trace_node_ids(trace)
+def activated_ids(trace: Mapping[str, Any], packed: Iterable[str] = ()) -> list[str]:
+    """What recall's spreading reached: seeds, then lit nodes in the order they
+    were lit, then the packed results (a direct hit need not be lit)."""
+    ordered: dict[str, None] = {}
+    activation = trace.get("activation") or {}
+    for seed in activation.get("seeds", []):
+        ordered.setdefault(seed["node"], None)
+    for step in activation.get("steps", []):
+        ordered.setdefault(step["node"], None)
+    for unit_id in packed:
+        ordered.setdefault(unit_id, None)
+    return list(ordered)
+
+
+def _context(
+    bank: Bank, core: Sequence[str], limit: int
+) -> tuple[list[str], list[tuple[str, str, str, float]]]:
+    """The `limit` units one link from `core` with the strongest such link, and
+    every link among core and them (read once per core unit)."""
+    wanted = set(core)
+    links: list[tuple[str, str, str, float]] = []
+    outside: dict[str, float] = {}
+    for unit_id in core:
+        for link in bank.links(unit_id):
+            row = (link.source, link.target, str(link.kind), float(link.weight))
+            links.append(row)
+            if link.target not in wanted:
+                outside[link.target] = max(outside.get(link.target, 0.0), row[3])
+    context = sorted(outside, key=lambda i: (-outside[i], i))[:limit]
+    keep = wanted | set(context)
+    return context, [row for row in links if row[1] in keep]
+
+
+def of_trace(
+    bank: Bank,
+    trace: Mapping[str, Any],
+    packed: Iterable[str] = (),
+    context_nodes: int = CONTEXT_NODES,
+) -> Neighbourhood:
+    """Recall's activated subgraph (seeds, lit nodes, packed results) and its
+    one-hop context, with the links among them and the trace's activation."""
+    packed_ids = tuple(packed) or tuple(trace.get("packing", {}).get("packed", []))
+    ids = activated_ids(trace, packed_ids) or trace_node_ids(trace)
     notes: list[str] = []
     if len(ids) > MAX_NODES:
-        notes.append(f"showing the first {MAX_NODES} of {len(ids)} units the trace names")
+        notes.append(f"showing the first {MAX_NODES} of {len(ids)} units recall reached")
         ids = ids[:MAX_NODES]
-    graph = _graph(bank, ids, trace_links(trace))
+    context, links = _context(bank, ids, max(0, min(context_nodes, MAX_NODES - len(ids))))
+    named = trace_node_ids(trace)
+    units = _units(bank, list(dict.fromkeys([*ids, *context, *named])))
+    shown = [i for i in [*ids, *context] if i in units]  # retracted or deleted since: left out
+    graph = GraphData.build(
+        [(i, str(units[i].network)) for i in shown],
+        [*trace_links(trace), *links],
+        {i: units[i].text for i in shown},
+    )
     params = params_from_settings({**bank.config, **(trace.get("settings") or {})})
-    packed_ids = tuple(packed) or tuple(trace.get("packing", {}).get("packed", []))
+    activation = trace.get("activation") or {}
     return Neighbourhood(
         graph,
         trace.get("activation"),
@@ -80,6 +137,10 @@ def of_trace(bank: Bank, trace: Mapping[str, Any], packed: Iterable[str] = ()) -
         packed_ids,
         f"recall: {trace.get('query', '')}",
         tuple(notes),
+        tuple(i for i in context if i in units),
+        tuple(s["node"] for s in activation.get("seeds", [])),
+        {i: u.text for i, u in units.items()},
+        {i: str(u.network) for i, u in units.items()},
     )
 
 
@@ -106,7 +167,7 @@ def of_unit(bank: Bank, unit_id: str, hops: int = 2, limit: int = 300) -> Neighb
     graph = _graph(bank, ids)
     params = bank_params(bank)
     activation = _spread(graph, {unit_id: 1.0}, params)
-    return Neighbourhood(graph, activation, params, (), f"unit: {unit.text[:60]}")
+    return Neighbourhood(graph, activation, params, (), f"unit: {unit.text[:60]}", seeds=(unit_id,))
 
 
 def of_entity(bank: Bank, entity: str, hops: int = 1, limit: int = 300) -> Neighbourhood:
@@ -116,7 +177,9 @@ def of_entity(bank: Bank, entity: str, hops: int = 1, limit: int = 300) -> Neigh
     graph = _graph(bank, ids)
     params = bank_params(bank)
     activation = _spread(graph, dict.fromkeys(mentioning, 1.0), params) if mentioning else None
-    return Neighbourhood(graph, activation, params, (), f"entity: {entity}")
+    return Neighbourhood(
+        graph, activation, params, (), f"entity: {entity}", seeds=tuple(mentioning)
+    )
 
 
 def _spread(
@@ -130,4 +193,5 @@ def _spread(
         threshold=params["threshold"],
         max_steps=params["max_steps"],
         node_budget=max(int(params["node_budget"]), len(seeds) + 1),
+        step_budget=int(params["step_budget"]),
     )

@@ -76,6 +76,8 @@ class GraphPane(Pane):
         bar.addWidget(self.show_button)
 
         self.graph = GraphWidget(runner=state.runner)
+        self.graph.recall_rerun = self._recall_with
+        self._settings: dict[str, Any] = {}  # recall overrides from the graph's budgets
         self.graph.node_clicked.connect(self._node_clicked)
         self.graph.layout_ready.connect(self._laid_out)
         self.detail = ReadOnlyUnitDetail(state)
@@ -154,17 +156,27 @@ class GraphPane(Pane):
         self.search.setText(text)
         self.request(mode, text)
 
+    def _recall_with(self, settings: dict[str, Any]) -> None:
+        """The budgets changed: run the query's recall again with them (other
+        modes spread over the shown graph, in the widget)."""
+        self._settings = dict(settings)
+        if self._last is not None and self._last[0] == "query":
+            self.request(*self._last)
+        else:
+            self.graph.rerun()
+
     def request(self, mode: str, text: str) -> None:
         bank = self.bank
         if bank is None:
             return
+        settings = dict(self._settings)
         self._last = (mode, text)
         self._generation += 1
         generation = self._generation
         if mode == "query":
 
             def work() -> Neighbourhood:
-                result = bank.recall(text)
+                result = bank.recall(text, settings=settings)
                 return neighbourhood.of_trace(bank, result.trace, result.unit_ids)
 
         elif mode == "unit":

@@ -32,6 +32,7 @@ KIND_STYLES = {
 KIND_WIDTHS = {"entity": 1.0, "temporal": 1.0, "semantic": 1.0, "causal": 1.6}
 RING_COLOR = "#f97316"
 SELECTED_COLOR = "#e11d48"
+HALO_COLOR = "#6366f1"  # the frontier spreading in the current step
 
 
 def network_color(index: int) -> QColor:
@@ -67,10 +68,19 @@ class GraphStyle:
         self.node_pen.setWidthF(0.8)
         self.node_pen.setCosmetic(True)
         self.base_pens = {kind: self._pen(kind, 80 if not self.dark else 90) for kind in LINK_KINDS}
-        self.trail_pens = {kind: self._pen(kind, 190, width=2.0, solid=True) for kind in LINK_KINDS}
         self.active_pens = {
             kind: self._pen(kind, 255, width=3.2, solid=True) for kind in LINK_KINDS
         }
+        self.trail_pens = {kind: self._pen(kind, 120, width=1.6, solid=True) for kind in LINK_KINDS}
+        # pulse_brushes[kind]: the energy dots, in the link kind's colour.
+        self.pulse_brushes = np.empty(len(LINK_KINDS), dtype=object)
+        for k, kind in enumerate(LINK_KINDS):
+            self.pulse_brushes[k] = QBrush(QColor(KIND_COLORS[kind]))
+        halo = QColor(HALO_COLOR)
+        halo.setAlpha(170)
+        self.halo_pen = QPen(halo)
+        self.halo_pen.setWidthF(2.5)
+        self.halo_pen.setCosmetic(True)
         ring = QPen(QColor(RING_COLOR))
         ring.setWidthF(2.2)
         ring.setCosmetic(True)

@@ -1,10 +1,18 @@
 """The graph drawn with pyqtgraph: nodes, edges by link kind, activation frames.
 
 One ScatterPlotItem holds every node; one PlotCurveItem per link kind holds
-every edge of that kind (`connect="pairs"`), plus one per kind for the edges
-lit in the current step and one for the steps before. A frame sets whole
-arrays (sizes, brushes from a lookup table, edge coordinates) and never
-creates or touches a per-node object.
+every drawn edge of that kind (`connect="pairs"`), plus one per kind for the
+edges carrying energy in the current step and one for the steps before. The
+energy itself travels as pulses: one scatter of dots, in the link kind's
+colour, moving along each carrying edge during its step, sized by the energy
+it carries (so decay shows: pulses shrink hop by hop). The frontier that
+spreads in a step wears a halo. A frame sets whole arrays (sizes, brushes
+from a lookup table, edge coordinates) and never creates a per-node object.
+
+Declutter: edges below a weight or of a hidden kind are not drawn (the
+energy's own path always is); labels only for seeds, packed results and the
+hovered node. Level of detail: above `LOD_NODES` nodes antialiasing is off
+and the resting edges are drawn only when zoomed in to a part of the graph.
 """
 
 from __future__ import annotations
@@ -20,8 +28,10 @@ from PySide6.QtWidgets import QGraphicsItem, QWidget
 from app.graph.model import LINK_KINDS, GraphData
 from app.graph.style import LEVELS, GraphStyle
 
-TOP_LABELS = 8  # nodes labelled without hovering: the most active (or best connected)
+TOP_LABELS = 12  # labels without hovering at most: seeds and packed results first
 LABEL_CHARS = 42
+LOD_NODES = 3000  # above this, level of detail (see the module docstring)
+LOD_VISIBLE_SHARE = 0.35  # resting edges show once the view spans less than this share
 
 
 def _short(text: str, limit: int = LABEL_CHARS) -> str:
@@ -54,6 +64,11 @@ class GraphView(pg.PlotWidget):
         self._base_size = np.zeros(0)
         self._levels: np.ndarray | None = None
         self._kind_visible = dict.fromkeys(LINK_KINDS, True)
+        self._min_weight = 0.0
+        self._seeds = np.zeros(0, dtype=bool)
+        self._drawn = np.zeros(0, dtype=bool)
+        self._lod = False
+        self._lod_hidden = False
         self._marked = np.zeros(0, dtype=bool)
         self._selected: int | None = None
         self._hovered: int | None = None
@@ -71,6 +86,14 @@ class GraphView(pg.PlotWidget):
             curve.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.trail_curves = {k: self._curve(s.trail_pens[k], z=-20) for k in LINK_KINDS}
         self.active_curves = {k: self._curve(s.active_pens[k], z=-10) for k in LINK_KINDS}
+        self.halo = pg.ScatterPlotItem(pxMode=True, pen=s.halo_pen, brush=s.no_brush)
+        self.halo.setZValue(-5)
+        self.pulses = pg.ScatterPlotItem(pxMode=True, pen=None)
+        self.pulses.setZValue(3)
+        self.addItem(self.halo)
+        self.addItem(self.pulses)
+        self._pulse_edges = np.zeros(0, dtype=np.int64)
+        self._pulse_energy = np.zeros(0, dtype=np.float32)
         self.nodes = pg.ScatterPlotItem(pxMode=True, hoverable=True, tip=None, pen=s.node_pen)
         self.nodes.setZValue(0)
         self.rings = pg.ScatterPlotItem(pxMode=True, pen=s.ring_pen, brush=s.no_brush)
@@ -123,14 +146,14 @@ class GraphView(pg.PlotWidget):
         self._label_top = ()
         self._label_pool = ()
         self._lit_key = None
-        for k, kind in enumerate(LINK_KINDS):
-            ids = np.flatnonzero(graph.kind == k)
-            self._edge_ids[kind] = ids
-            x, y = self._pairs(ids)
-            self._pair_x[kind], self._pair_y[kind] = x, y
-            self.base_curves[kind].setData(x, y, connect="pairs", skipFiniteCheck=True)
-            self.base_curves[kind].setVisible(self._kind_visible[kind])
+        self._seeds = np.zeros(graph.node_count, dtype=bool)
+        self._lod = graph.node_count > LOD_NODES
+        self.setAntialiasing(not self._lod)
+        self._apply_edge_filter()
         self._clear_lit()
+        self._pulse_edges = np.zeros(0, dtype=np.int64)
+        self.pulses.setData([], [])
+        self.halo.setData([], [])
         self.nodes.setData(pos=self.pos, data=np.arange(graph.node_count), pen=self.style_.node_pen)
         self._apply_nodes()
         self.rings.setData([], [])
@@ -156,6 +179,40 @@ class GraphView(pg.PlotWidget):
         y = np.column_stack((self.pos[a, 1], self.pos[b, 1])).ravel()
         return x, y
 
+    # -- which edges are drawn ----------------------------------------------------------
+
+    def set_edge_filter(self, min_weight: float | None = None) -> None:
+        """Draw only edges of at least `min_weight` (and of the visible kinds)."""
+        if min_weight is not None:
+            self._min_weight = float(min_weight)
+        self._apply_edge_filter()
+
+    def _apply_edge_filter(self) -> None:
+        g = self.graph
+        visible_kind = np.array([self._kind_visible[k] for k in LINK_KINDS], dtype=bool)
+        heavy = g.weight >= self._min_weight
+        self._drawn = heavy & (visible_kind[g.kind] if g.edge_count else heavy)
+        for k, kind in enumerate(LINK_KINDS):
+            ids = np.flatnonzero(self._drawn & (g.kind == k))
+            self._edge_ids[kind] = ids
+            x, y = self._pairs(ids)
+            self._pair_x[kind], self._pair_y[kind] = x, y
+            self.base_curves[kind].setData(x, y, connect="pairs", skipFiniteCheck=True)
+            self.base_curves[kind].setVisible(self._kind_visible[kind] and not self._lod_hidden)
+
+    def edge_counts(self) -> dict[str, int]:
+        """How many links are drawn, and why the others are not."""
+        g = self.graph
+        visible_kind = np.array([self._kind_visible[k] for k in LINK_KINDS], dtype=bool)
+        hidden_kind = ~visible_kind[g.kind] if g.edge_count else np.zeros(0, dtype=bool)
+        light = (g.weight < self._min_weight) & ~hidden_kind
+        return {
+            "total": g.edge_count,
+            "drawn": int(self._drawn.sum()),
+            "below_weight": int(light.sum()),
+            "hidden_kind": int(hidden_kind.sum()),
+        }
+
     def _clear_lit(self) -> None:
         for curve in (*self.trail_curves.values(), *self.active_curves.values()):
             curve.setData(np.zeros(0), np.zeros(0))
@@ -167,9 +224,14 @@ class GraphView(pg.PlotWidget):
         levels: np.ndarray | None,
         active_edges: np.ndarray | None = None,
         trail_edges: np.ndarray | None = None,
+        *,
+        energy: np.ndarray | None = None,
+        frontier: np.ndarray | None = None,
+        progress: float = 1.0,
     ) -> None:
         """Node activation in [0, 1] (None: size by degree, all lit), the edges
-        carrying activation now and the ones that carried it in earlier steps."""
+        carrying energy now (`energy` each, `progress` of the way along them),
+        the ones that carried it in earlier steps, and the frontier spreading now."""
         self._levels = None if levels is None else np.clip(levels, 0.0, 1.0)
         active = np.zeros(0, dtype=np.int64) if active_edges is None else active_edges
         trail = np.zeros(0, dtype=np.int64) if trail_edges is None else trail_edges
@@ -182,7 +244,38 @@ class GraphView(pg.PlotWidget):
                     x, y = self._pairs(ids[kinds == k])
                     curves[kind].setData(x, y, connect="pairs", skipFiniteCheck=True)
                     curves[kind].setVisible(self._kind_visible[kind])
+            self._pulse_edges = active
+            self._pulse_energy = (
+                np.asarray(energy, dtype=np.float32)
+                if energy is not None and len(energy) == active.size
+                else np.ones(active.size, dtype=np.float32)
+            )
+            front = np.zeros(0, dtype=np.int64) if frontier is None else frontier
+            if front.size:
+                self.halo.setData(pos=self.pos[front], size=np.full(front.size, 26.0))
+            else:
+                self.halo.setData([], [])
+        self._show_pulses(progress)
         self._apply_nodes()
+
+    def _show_pulses(self, progress: float) -> None:
+        """Dots travelling from source to target along the carrying edges."""
+        ids = self._pulse_edges
+        if ids.size == 0 or progress >= 1.0 or progress <= 0.0:
+            self.pulses.setData([], [])
+            return
+        kinds = self.graph.kind[ids]
+        shown = np.array([self._kind_visible[k] for k in LINK_KINDS], dtype=bool)[kinds]
+        ids, kinds, energy = ids[shown], kinds[shown], self._pulse_energy[shown]
+        # The pulse goes from the more active end (the source) to the other.
+        a, b = self.graph.src[ids], self.graph.dst[ids]
+        if self._levels is not None:
+            swap = self._levels[a] < self._levels[b]
+            a, b = np.where(swap, b, a), np.where(swap, a, b)
+        t = float(progress)
+        at = self.pos[a] * (1.0 - t) + self.pos[b] * t
+        sizes = np.rint(5.0 + 11.0 * np.sqrt(np.clip(energy, 0.0, 1.0)))
+        self.pulses.setData(pos=at, size=sizes, brush=self.style_.pulse_brushes[kinds])
 
     def _apply_nodes(self) -> None:
         n = self.graph.node_count
@@ -214,18 +307,19 @@ class GraphView(pg.PlotWidget):
         self._update_labels(rank_by)
 
     def _update_labels(self, rank_by: np.ndarray, force: bool = False) -> None:
-        """Label the strongest nodes (most active, or best connected), skipping any
-        whose label would cover one already placed, so every label stays legible."""
-        if self._levels is not None:
-            candidates = np.flatnonzero(rank_by > 0)
-        else:
-            candidates = np.arange(self.graph.node_count)
-        pool = min(candidates.size, TOP_LABELS * 4)
-        if candidates.size > pool:
-            part = np.argpartition(-rank_by[candidates], pool - 1)[:pool]
-            candidates = candidates[part]
-        # Strongest first, ties by index, so the same frame always labels the same nodes.
-        ordered = sorted(candidates.tolist(), key=lambda i: (-rank_by[i], i))
+        """Label the seeds and the packed results (strongest first), skipping any
+        whose label would cover one already placed, so every label stays legible.
+        Every other node is named only when hovered."""
+        n = self.graph.node_count
+        wanted = np.zeros(n, dtype=bool)
+        if self._seeds.size == n:
+            wanted |= self._seeds
+        if self._marked.size == n:
+            wanted |= self._marked
+        candidates = np.flatnonzero(wanted)
+        # Seeds first, then by strength, ties by index: the same frame labels the same nodes.
+        seeds = self._seeds if self._seeds.size == n else np.zeros(n, dtype=bool)
+        ordered = sorted(candidates.tolist(), key=lambda i: (not seeds[i], -rank_by[i], i))
         key = tuple(int(i) for i in ordered)
         if key == self._label_pool and not force:
             return
@@ -259,7 +353,27 @@ class GraphView(pg.PlotWidget):
             else:
                 label.hide()
 
+    def set_seeds(self, unit_ids: Iterable[str]) -> None:
+        """The seeds of the activation: always labelled."""
+        self._seeds = np.zeros(self.graph.node_count, dtype=bool)
+        for unit_id in unit_ids:
+            i = self.graph.index.get(unit_id)
+            if i is not None:
+                self._seeds[i] = True
+        self._label_pool = ()
+        self._apply_nodes()
+
     def _range_changed(self, *_: object) -> None:
+        if self._lod and self.pos.shape[0]:
+            # Level of detail: thousands of resting edges only once zoomed in.
+            (x0, x1), (y0, y1) = self.getPlotItem().getViewBox().viewRange()
+            span = self.pos.max(axis=0) - self.pos.min(axis=0) + 1e-9
+            share = max((x1 - x0) / span[0], (y1 - y0) / span[1])
+            hidden = share > LOD_VISIBLE_SHARE
+            if hidden != self._lod_hidden:
+                self._lod_hidden = hidden
+                for kind, curve in self.base_curves.items():
+                    curve.setVisible(self._kind_visible[kind] and not hidden)
         # Zooming changes which labels collide: place them again.
         if self.graph.node_count:
             rank_by = self._levels if self._levels is not None else self._base_size
@@ -269,8 +383,9 @@ class GraphView(pg.PlotWidget):
 
     def set_kind_visible(self, kind: str, visible: bool) -> None:
         self._kind_visible[kind] = visible
-        for curves in (self.base_curves, self.trail_curves, self.active_curves):
+        for curves in (self.trail_curves, self.active_curves):
             curves[kind].setVisible(visible)
+        self._apply_edge_filter()
 
     def kind_visible(self, kind: str) -> bool:
         return self._kind_visible[kind]
@@ -341,6 +456,30 @@ class GraphView(pg.PlotWidget):
 
     def hover_text(self) -> str:
         return self._hover_label.textItem.toPlainText() if self._hover_label.isVisible() else ""
+
+    def find(self, text: str) -> list[str]:
+        """Nodes whose text (or id) contains `text`, strongest first."""
+        needle = text.strip().lower()
+        if not needle:
+            return []
+        g = self.graph
+        hits = [
+            i for i in range(g.node_count) if needle in g.label(i).lower() or needle in g.ids[i]
+        ]
+        rank = self._levels if self._levels is not None else self._base_size
+        hits.sort(key=lambda i: (-float(rank[i]) if i < len(rank) else 0.0, i))
+        return [g.ids[i] for i in hits]
+
+    def center_on(self, unit_id: str) -> None:
+        """Pan (keeping the zoom) so `unit_id` is in the middle of the view."""
+        i = self.graph.index.get(unit_id)
+        if i is None:
+            return
+        vb = self.getPlotItem().getViewBox()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        x, y = self.pos[i]
+        w, h = (x1 - x0) / 2, (y1 - y0) / 2
+        vb.setRange(xRange=(x - w, x + w), yRange=(y - h, y + h), padding=0)
 
     def node_scene_pos(self, unit_id: str) -> QPointF:
         i = self.graph.index[unit_id]

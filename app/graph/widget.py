@@ -1,10 +1,13 @@
-"""The graph with its controls: playback, link-kind filters, δ and μ sliders.
+"""The graph with its controls: playback, find, zoom-to-fit, link filters,
+the node and step budgets, δ and μ sliders.
 
-`GraphWidget.show_graph(graph, activation=..., seeds=...)` lays the graph out
-(in the studio's runner when there is one: a thousand nodes take a second),
-then shows the activation from the recall trace. Moving δ or a μ, or hiding a
-link kind, re-runs the engine's activation rule over the graph shown and
-animates the new result.
+`GraphWidget.show_graph(graph, activation=...)` lays the graph out (in the
+studio's runner when there is one: a thousand nodes take a second), then
+replays the activation the recall trace recorded, wave by wave. Changing a
+budget asks the owner to run recall again with it (`recall_rerun`, set by the
+Graph pane and the recall debugger) so the replay stays what recall did;
+without an owner, and when δ or a μ moves or a link kind is hidden, the
+engine's rule is re-run over the graph shown, as a what-if.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QSlider,
+    QSpinBox,
     QStyle,
     QToolButton,
     QVBoxLayout,
@@ -109,6 +114,8 @@ class GraphWidget(QWidget):
         self.activation: dict[str, Any] | None = None
         self.params: dict[str, Any] = {**DEFAULT_PARAMS, "mu": dict(DEFAULT_PARAMS["mu"])}
         self.timeline = Timeline.empty(0)
+        # Set by an owner that can run recall again: called with recall settings.
+        self.recall_rerun: Callable[[dict[str, Any]], None] | None = None
         self._trail: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
         self._generation = 0
         self._pending_marks: list[str] = []
@@ -165,14 +172,23 @@ class GraphWidget(QWidget):
         )
         self.step_label = QLabel()
         self.step_label.setMinimumWidth(
-            self.step_label.fontMetrics().horizontalAdvance("step 10 / 10")
+            self.step_label.fontMetrics().horizontalAdvance("step 10 / 10 · 200 lit")
         )
+        self.fit_button = QToolButton(text="Fit", toolTip="Zoom to fit the whole graph")
+        self.fit_button.clicked.connect(self.view.fit)
+        self.find = QLineEdit(placeholderText="Find a node…", toolTip="Find a node by its text")
+        self.find.setClearButtonEnabled(True)
+        self.find.setMaximumWidth(200)
+        self.find.returnPressed.connect(self.find_next)
+        self._found: list[str] = []
         for widget in (self.back_button, self.play_button, self.step_button):
             row.addWidget(widget)
         row.addWidget(self.scrub, 1)
         row.addWidget(self.step_label)
         row.addWidget(QLabel("Speed"))
         row.addWidget(self.speed)
+        row.addWidget(self.fit_button)
+        row.addWidget(self.find)
         return bar
 
     @staticmethod
@@ -207,6 +223,26 @@ class GraphWidget(QWidget):
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         grid.addLayout(legend, 0, 0, 1, 3)
         grid.addWidget(self.info, 3, 0, 1, 3)
+
+        budgets = QHBoxLayout()
+        self.weight_slider = _ValueSlider("min weight", 1.0)
+        self.weight_slider.setToolTip("Links lighter than this are not drawn (they still count)")
+        self.weight_slider.moved.connect(self._weight_moved)
+        self.node_budget = QSpinBox(minimum=1, maximum=5000, toolTip="Lit nodes at most")
+        self.step_budget = QSpinBox(
+            minimum=0, maximum=5000, toolTip="New nodes one step may light (0: no limit)"
+        )
+        self.max_steps = QSpinBox(minimum=1, maximum=50, toolTip="Spreading steps at most")
+        for label, box in (
+            ("nodes", self.node_budget),
+            ("per step", self.step_budget),
+            ("steps", self.max_steps),
+        ):
+            budgets.addWidget(QLabel(label))
+            budgets.addWidget(box)
+            box.editingFinished.connect(self._budgets_changed)
+        budgets.addWidget(self.weight_slider, 1)
+        grid.addLayout(budgets, 4, 0, 1, 3)
 
         self.kind_boxes: dict[str, QCheckBox] = {}
         self.mu_sliders: dict[str, _ValueSlider] = {}
@@ -274,12 +310,15 @@ class GraphWidget(QWidget):
         self.positions = positions
         self.view.set_graph(self.graph, positions)
         self.view.set_marked(self._pending_marks)
+        self.view.set_seeds(self.seeds)
+        self.view.set_edge_filter(self.weight_slider.value())
         self._set_timeline(timeline(self.graph, self.activation))
         self.player.seek(self.player.last_frame)
         self.layout_ready.emit()
 
     def _set_timeline(self, tl: Timeline) -> None:
         self.timeline = tl
+        # trail[s]: the edges that carried energy before step s.
         trail: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
         for step in range(1, tl.steps + 1):
             trail.append(np.union1d(trail[-1], tl.carried[step - 1]) if step > 1 else trail[0])
@@ -293,31 +332,48 @@ class GraphWidget(QWidget):
 
     def _update_info(self) -> None:
         g = self.graph
-        parts = [f"{g.node_count} nodes · {g.edge_count} links"]
+        tl = self.timeline
+        lit = int((tl.levels[-1] > 0).sum()) if tl.levels.shape[1] == g.node_count else 0
+        parts = [f"{g.node_count} nodes"]
         if self.activation:
-            lit = int((self.timeline.levels[-1] > 0).sum())
-            steps = self.timeline.steps
-            parts.append(f"{lit} lit in {steps} step{'' if steps == 1 else 's'}")
+            steps = tl.steps
+            parts[0] += f" ({lit} lit, {g.node_count - lit} context)"
+            parts.append(f"lit in {steps} step{'' if steps == 1 else 's'}")
             if self.activation.get("stopped"):
                 parts.append(f"stopped: {self.activation['stopped']}")
+        counts = self.view.edge_counts()
+        links = f"{counts['drawn']} of {counts['total']} links drawn"
+        hidden = []
+        if counts["below_weight"]:
+            hidden.append(f"{counts['below_weight']} below {self.weight_slider.value():.2f}")
+        if counts["hidden_kind"]:
+            hidden.append(f"{counts['hidden_kind']} of hidden kinds")
+        parts.append(links + (f" ({', '.join(hidden)})" if hidden else ""))
         self.info.setText(" · ".join(parts))
 
     def _show_frame(self, frame: int) -> None:
         tl = self.timeline
+        step = 0
         if self.activation is None or tl.levels.shape[1] != self.graph.node_count:
             self.view.show_frame(None)
         else:
             levels, step, frac = tl.at(frame, self.player.frames_per_step)
-            active = (
-                tl.carried[step] if 0 < step <= tl.steps and frac < 1.0 else np.zeros(0, np.int64)
+            moving = 0 < step <= tl.steps and frac < 1.0
+            none = np.zeros(0, np.int64)
+            self.view.show_frame(
+                levels,
+                tl.carried[step] if moving else none,
+                self._trail[min(step, tl.steps)] if frac < 1.0 else self._trail_all(),
+                energy=tl.energy[step] if moving else None,
+                frontier=tl.frontier[step] if moving else none,
+                progress=frac if moving else 1.0,
             )
-            trail = self._trail[min(step, tl.steps)] if frac < 1.0 else self._trail_all()
-            self.view.show_frame(levels, active, trail)
         blocked = self.scrub.blockSignals(True)
         self.scrub.setValue(frame)
         self.scrub.blockSignals(blocked)
         whole = -(-frame // self.player.frames_per_step)  # the step being entered (ceil)
-        self.step_label.setText(f"step {min(whole, tl.steps)} / {tl.steps}")
+        shown = min(whole, tl.steps)
+        self.step_label.setText(f"step {shown} / {tl.steps} · {tl.lit_after(shown)} lit")
         self.frame_shown.emit(frame)
 
     def _trail_all(self) -> np.ndarray:
@@ -325,6 +381,23 @@ class GraphWidget(QWidget):
         if tl.steps == 0:
             return np.zeros(0, dtype=np.int64)
         return np.union1d(self._trail[-1], tl.carried[-1])
+
+    def find_next(self) -> str | None:
+        """Select and centre the next node matching the find box."""
+        text = self.find.text()
+        hits = self.view.find(text)
+        if not hits:
+            self.find.setStyleSheet("QLineEdit { color: #c0392b; }")
+            return None
+        self.find.setStyleSheet("")
+        current = self.view.selected_id
+        at = (hits.index(current) + 1) % len(hits) if current in hits else 0
+        unit_id = hits[at]
+        self.view.set_selected(unit_id)
+        self.view.center_on(unit_id)
+        self.view.hover_node(unit_id)
+        self.node_clicked.emit(unit_id)
+        return unit_id
 
     def _on_scrub(self, value: int) -> None:
         self.player.pause()
@@ -349,6 +422,14 @@ class GraphWidget(QWidget):
     # -- parameters ------------------------------------------------------------------------
 
     def _sync_controls(self) -> None:
+        for box, key in (
+            (self.node_budget, "node_budget"),
+            (self.step_budget, "step_budget"),
+            (self.max_steps, "max_steps"),
+        ):
+            blocked = box.blockSignals(True)
+            box.setValue(int(self.params.get(key, 0)))
+            box.blockSignals(blocked)
         self.decay_slider.set_value(float(self.params["decay"]))
         for kind, slider in self.mu_sliders.items():
             slider.set_value(float(self.params["mu"].get(kind, 0.0)))
@@ -356,6 +437,9 @@ class GraphWidget(QWidget):
     def current_params(self) -> dict[str, Any]:
         return {
             **self.params,
+            "node_budget": self.node_budget.value(),
+            "step_budget": self.step_budget.value(),
+            "max_steps": self.max_steps.value(),
             "decay": self.decay_slider.value(),
             "mu": {kind: slider.value() for kind, slider in self.mu_sliders.items()},
         }
@@ -365,7 +449,30 @@ class GraphWidget(QWidget):
 
     def _kind_toggled(self, kind: str, on: bool) -> None:
         self.view.set_kind_visible(kind, on)
+        self._update_info()
         self._parameter_moved()
+
+    def _weight_moved(self, value: float) -> None:
+        self.view.set_edge_filter(value)
+        self._update_info()
+
+    def _budgets_changed(self) -> None:
+        params = self.current_params()
+        if all(
+            params[k] == self.params.get(k) for k in ("node_budget", "step_budget", "max_steps")
+        ):
+            return
+        self.params.update({k: params[k] for k in ("node_budget", "step_budget", "max_steps")})
+        if self.recall_rerun is not None:
+            self.recall_rerun(
+                {
+                    "recall.activation_node_budget": params["node_budget"],
+                    "recall.activation_step_budget": params["step_budget"],
+                    "recall.activation_steps": params["max_steps"],
+                }
+            )
+        elif self.seeds:
+            self.rerun()
 
     def _parameter_moved(self, *_args: Any) -> None:
         if self.seeds:
@@ -385,6 +492,7 @@ class GraphWidget(QWidget):
             threshold=params["threshold"],
             max_steps=params["max_steps"],
             node_budget=params["node_budget"],
+            step_budget=params["step_budget"],
             kinds=self.visible_kinds(),
         )
         playing = self.player.playing

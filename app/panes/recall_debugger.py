@@ -532,6 +532,8 @@ class RecallDebuggerPane(Pane):
         fl.addWidget(self.fused_title)
         fl.addWidget(self.fused_table, 1)
         self.graph = GraphWidget(runner=state.runner)
+        self._graph_settings: dict[str, Any] = {}  # recall overrides from the graph's budgets
+        self.graph.recall_rerun = self._recall_with
         self.graph.node_clicked.connect(self.select_unit)
         self.graph.node_clicked.connect(self.unit_requested)
         lower = QSplitter(Qt.Orientation.Horizontal)
@@ -606,7 +608,14 @@ class RecallDebuggerPane(Pane):
         }
         if self.reranker.currentData():
             opts["reranker"] = self.reranker.currentData()
+        if self._graph_settings:
+            opts["settings"] = dict(self._graph_settings)
         return opts
+
+    def _recall_with(self, settings: dict[str, Any]) -> None:
+        """The graph's budgets changed: recall again with them, to replay what it does."""
+        self._graph_settings = dict(settings)
+        self.run()
 
     def run(self) -> None:
         bank = self.bank
@@ -650,8 +659,11 @@ class RecallDebuggerPane(Pane):
         self.result = result
         self.trace = result.trace
         graph = nb.graph
-        self.texts = {u: graph.label(i) for i, u in enumerate(graph.ids)}
-        self.networks = {u: int(graph.network[i]) for i, u in enumerate(graph.ids)}
+        self.texts = {**nb.texts, **{u: graph.label(i) for i, u in enumerate(graph.ids)}}
+        self.networks = {
+            **{u: NETWORKS.index(n) for u, n in nb.networks.items() if n in NETWORKS},
+            **{u: int(graph.network[i]) for i, u in enumerate(graph.ids)},
+        }
         for item in (*result.items, *result.observations):
             self.texts.setdefault(item.unit_id, item.text)
         view = trace_view(result.trace)

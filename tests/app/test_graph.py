@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from app.graph.activation import Timeline, params_from_settings, rerun, timeline
+from app.graph.activation import DEFAULT_PARAMS, Timeline, params_from_settings, rerun, timeline
 from app.graph.animation import ActivationPlayer
 from app.graph.layout import ASPECT, components, force_layout
 from app.graph.model import LINK_KINDS, UNKNOWN_NETWORK, GraphData, trace_node_ids
@@ -156,6 +156,7 @@ def test_rerun_is_the_engine_rule_over_the_graph_shown() -> None:
         threshold=0.01,
         max_steps=5,
         node_budget=50,
+        step_budget=DEFAULT_PARAMS["step_budget"],
     )
     assert result == engine.to_dict()
     lit = {s["node"]: s["activation"] for s in result["steps"]}
@@ -252,7 +253,7 @@ def test_animation_advances_frames_and_nodes_grow_with_activation(qtbot, widget)
     qtbot.waitUntil(lambda: not widget.player.playing, timeout=10_000)
     assert widget.play_button.text() == "Play"
     assert widget.view.sizes()[b] > sizes_start[b]
-    assert widget.step_label.text() == "step 3 / 3"
+    assert widget.step_label.text() == "step 3 / 3 · 4 lit"
     assert widget.view.marked_ids() == ["b"]
     assert len(widget.view.rings.points()) == 1
 
@@ -327,8 +328,114 @@ def test_hover_label_and_top_labels(widget) -> None:
     assert "activation 1.000" in widget.view.hover_text()
     widget.view.hover_node(None)
     assert widget.view.hover_text() == ""
-    # Lit nodes are labelled, strongest first; unlit ones (e, f) are not.
-    assert widget.view.labelled() == ["a", "b", "c", "d"]
+    # Only the seed and the packed results are labelled; other nodes on hover.
+    assert widget.view.labelled() == ["a"]
+    widget.set_marked(["d", "f"])
+    assert widget.view.labelled() == ["a", "d", "f"]
+
+
+def fan_graph():
+    """A seed with five neighbours and one node two links away (see the engine's test)."""
+    nodes = [(x, "world") for x in ("S", "n1", "n2", "n3", "n4", "n5", "J", "far")]
+    links = [
+        ("S", "n1", "causal", 1.0),
+        ("S", "n2", "entity", 0.9),
+        ("S", "n3", "causal", 0.8),
+        ("S", "n4", "temporal", 0.3),
+        ("S", "n5", "causal", 0.25),
+        ("n1", "J", "causal", 1.0),
+        ("J", "far", "semantic", 0.1),
+    ]
+    return GraphData.build(nodes, links, {x: f"fact {x}" for x, _ in nodes})
+
+
+def test_step_and_scrub_replay_the_recorded_waves(widget, qtbot) -> None:
+    g = fan_graph()
+    act = rerun(
+        g, {"S": 1.0}, decay=1.0, mu=MU, threshold=0.05, max_steps=9, node_budget=50, step_budget=2
+    )
+    assert [w["lit"] for w in act["waves"]][:2] == [["n1", "n2"], ["J", "n3"]]
+    widget.show_graph(g, activation=act)
+    fps = widget.player.frames_per_step
+    widget.player.seek(0)
+    assert widget.step_label.text().startswith("step 0 / ") and "1 lit" in widget.step_label.text()
+    lit_at = []
+    for _ in range(3):
+        widget.step_button.click()
+        lit_at.append(int((widget.view._levels > 0).sum()))
+    assert lit_at == [3, 5, 7]  # two new nodes a step: the waves, not one burst
+    # Halfway through step 2 the energy travels n1 -> J (causal, red) as a pulse,
+    # the frontier (n1, n2) wears a halo, and step 1's links are the trail.
+    widget.scrub.setValue(fps + fps // 2)
+    x, _y = widget.view.active_curves["causal"].getData()
+    assert x is not None and len(x) >= 2
+    pulses = widget.view.pulses.points()
+    assert len(pulses) >= 2
+    halo = sorted((round(p.pos().x(), 6), round(p.pos().y(), 6)) for p in widget.view.halo.points())
+    frontier = sorted(
+        (round(widget.positions[g.index[n], 0], 6), round(widget.positions[g.index[n], 1], 6))
+        for n in ("n1", "n2")
+    )
+    assert halo == frontier
+    tx, _ty = widget.view.trail_curves["entity"].getData()
+    assert tx is not None and len(tx) == 2  # S-n2 carried in step 1
+    # Pulses are sized by the energy they carry: J gets 1.0, n3 (waited) 0.8.
+    assert sorted(p.size() for p in pulses) == [15.0, 16.0]
+    # Scrubbing back to the start clears the pulses and the trail.
+    widget.scrub.setValue(0)
+    assert len(widget.view.pulses.points()) == 0
+    tx, _ty = widget.view.trail_curves["entity"].getData()
+    assert tx is None or len(tx) == 0
+
+
+def test_weight_and_kind_filters_say_what_is_not_drawn(widget) -> None:
+    g = fan_graph()
+    widget.show_graph(g, activation=rerun(g, {"S": 1.0}, decay=1.0, mu=MU, threshold=0.05))
+    assert widget.view.edge_counts() == {
+        "total": 7,
+        "drawn": 7,
+        "below_weight": 0,
+        "hidden_kind": 0,
+    }
+    widget.weight_slider.slider.setValue(50)  # min weight 0.5
+    counts = widget.view.edge_counts()
+    assert counts["drawn"] == 4 and counts["below_weight"] == 3
+    assert "4 of 7 links drawn (3 below 0.50)" in widget.info.text()
+    x, _y = widget.view.base_curves["temporal"].getData()
+    assert x is None or len(x) == 0  # S-n4 (0.3) is not drawn
+    widget.kind_boxes["causal"].setChecked(False)
+    counts = widget.view.edge_counts()
+    assert counts["hidden_kind"] == 4 and counts["drawn"] == 1  # only S-n2 (entity 0.9)
+    assert "of hidden kinds" in widget.info.text()
+
+
+def test_find_selects_and_budgets_re_run(widget, qtbot) -> None:
+    g = fan_graph()
+    act = rerun(g, {"S": 1.0}, decay=1.0, mu=MU, threshold=0.05, step_budget=2)
+    widget.show_graph(g, activation=act, params={"threshold": 0.05, "decay": 1.0})
+    widget.find.setText("fact J")
+    with qtbot.waitSignal(widget.node_clicked) as blocker:
+        widget.find.returnPressed.emit()
+    assert blocker.args == ["J"] and widget.view.selected_id == "J"
+    widget.find.setText("nothing like this")
+    assert widget.find_next() is None
+    # Without an owner, a new step budget re-runs the rule over the graph shown.
+    with qtbot.waitSignal(widget.activation_changed, timeout=2000) as changed:
+        widget.step_budget.setValue(1)
+        widget.step_budget.editingFinished.emit()
+    assert all(len(w["lit"]) == 1 for w in changed.args[0]["waves"])
+    # With an owner (the Graph pane), it asks for recall again instead.
+    asked: list[dict] = []
+    widget.recall_rerun = asked.append
+    widget.node_budget.setValue(3)
+    widget.node_budget.editingFinished.emit()
+    assert asked == [
+        {
+            "recall.activation_node_budget": 3,
+            "recall.activation_step_budget": 1,
+            "recall.activation_steps": widget.max_steps.value(),
+        }
+    ]
 
 
 def test_selection_ring_follows_the_selected_node(widget) -> None:
