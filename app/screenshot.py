@@ -40,6 +40,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--theme", choices=("light", "dark"), default="light")
     parser.add_argument("--size", default=f"{SIZE[0]}x{SIZE[1]}", help="window size, WIDTHxHEIGHT")
+    parser.add_argument(
+        "--animate",
+        action="store_true",
+        help="only the graph pane: its spreading activation as numbered frames "
+        "(graph-frame-NNN.png, two per step), to check the animation without a display",
+    )
+    parser.add_argument(
+        "--query", default="", help="with --animate: the query to recall (default: the demo's)"
+    )
     return parser.parse_args(list(argv))
 
 
@@ -83,10 +92,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     window.set_bank(bank)
     idle = _idler(app, window)
     idle()
+    shots: list[Path] = []
+    if options.animate:
+        shots = animate(window, idle, out, options.query)
+        window.close()
+        app.processEvents()
+        shutil.rmtree(scratch, ignore_errors=True)
+        for path in shots:
+            print(path)
+        return 0
     if temporary:
         _curate(window, idle, scratch)
-
-    shots: list[Path] = []
 
     def shoot(name: str, widget=None) -> None:
         idle()
@@ -119,6 +135,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in shots:
         print(path)
     return 0
+
+
+def animate(window, idle: Callable[[], None], out: Path, query: str = "") -> list[Path]:
+    """The graph pane's replay of a recall, frame by frame: the seeds, then each
+    step half-way (energy on its links) and complete. Returns the files written."""
+    pane = window.pane("graph")
+    window.show_pane("graph")
+    idle()
+    if query:
+        pane.show_query(query)
+    else:
+        pane.prepare_screenshot(idle)
+    idle()
+    player = pane.graph.player
+    per_step = player.frames_per_step
+    frames = sorted({*range(0, player.last_frame + 1, max(per_step // 2, 1)), player.last_frame})
+    written: list[Path] = []
+    for number, frame in enumerate(frames):
+        player.seek(frame)
+        idle()
+        path = out / f"graph-frame-{number:03d}.png"
+        window.grab().save(str(path))
+        written.append(path)
+    return written
 
 
 def _printer() -> Callable[[int, int, str], None]:

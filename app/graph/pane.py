@@ -87,6 +87,7 @@ class GraphPane(Pane):
         self.splitter.setStretchFactor(0, 4)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([900, 300])
+        self.detail.hide()  # until a node is clicked: an empty panel only takes room
 
         self.empty = empty_label(EMPTY)
         self.no_bank = empty_label(NO_BANK)
@@ -108,6 +109,7 @@ class GraphPane(Pane):
         self._last = None
         self.neighbourhood = None
         self.detail.load(None)
+        self.detail.hide()
         self.status.setText("")
         for widget in (self.mode, self.search, self.show_button):
             widget.setEnabled(bank is not None)
@@ -240,6 +242,7 @@ class GraphPane(Pane):
         idle()
 
     def _node_clicked(self, unit_id: str) -> None:
+        self.detail.show()
         self.graph.select(unit_id)
         self.detail.load(unit_id)
         self.unit_requested.emit(unit_id)

@@ -44,6 +44,9 @@ from app.graph.view import GraphView
 SPEEDS = (("¼×", 0.25), ("½×", 0.5), ("1×", 1.0), ("2×", 2.0), ("4×", 4.0))
 SLIDER_STEPS = 100  # δ in [0, 1] and μ in [0, 2] move in hundredths / fiftieths
 MU_MAX = 2.0
+# Resting links lighter than this are not drawn at first: a recall's subgraph on
+# a dense bank holds thousands of weak entity links (the energy's path always shows).
+DEFAULT_MIN_WEIGHT = 0.5
 
 
 def _swatch(color: QColor, size: int = 10) -> QLabel:
@@ -227,6 +230,7 @@ class GraphWidget(QWidget):
         budgets = QHBoxLayout()
         self.weight_slider = _ValueSlider("min weight", 1.0)
         self.weight_slider.setToolTip("Links lighter than this are not drawn (they still count)")
+        self.weight_slider.set_value(DEFAULT_MIN_WEIGHT)
         self.weight_slider.moved.connect(self._weight_moved)
         self.node_budget = QSpinBox(minimum=1, maximum=5000, toolTip="Lit nodes at most")
         self.step_budget = QSpinBox(

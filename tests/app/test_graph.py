@@ -391,6 +391,8 @@ def test_step_and_scrub_replay_the_recorded_waves(widget, qtbot) -> None:
 def test_weight_and_kind_filters_say_what_is_not_drawn(widget) -> None:
     g = fan_graph()
     widget.show_graph(g, activation=rerun(g, {"S": 1.0}, decay=1.0, mu=MU, threshold=0.05))
+    assert widget.view.edge_counts()["below_weight"] == 3  # the default 0.5 hides 0.3, 0.25, 0.1
+    widget.weight_slider.slider.setValue(0)
     assert widget.view.edge_counts() == {
         "total": 7,
         "drawn": 7,

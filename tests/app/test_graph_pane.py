@@ -30,6 +30,14 @@ def test_neighbourhoods_hold_the_trace_and_the_links_between_its_units(demo_stat
     assert set(result.unit_ids) <= ids and set(nb.packed) == set(result.unit_ids)
     for step in result.trace["activation"]["steps"]:
         assert step["node"] in ids and step["from"] in ids
+    # Spreading is a process: the default settings light the demo's query in
+    # at least three distinct waves, none past the per-step budget.
+    waves = result.trace["activation"]["waves"]
+    assert len({s["step"] for s in result.trace["activation"]["steps"]}) >= 3
+    assert all(len(w["lit"]) <= result.trace["activation"]["step_budget"] for w in waves)
+    # The activated subgraph and a bounded one-hop context, not every unit the trace names.
+    lit = {s["node"] for s in result.trace["activation"]["steps"]}
+    assert set(nb.context).isdisjoint(lit) and len(nb.context) <= 80
     # Every edge shown is a real link of the bank.
     for source, target, kind, _w in nb.graph.links()[:50]:
         assert any(link.target == target and str(link.kind) == kind for link in bank.links(source))
