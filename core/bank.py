@@ -287,6 +287,13 @@ class Bank:
 
         return list_entities(self.store.reader(), include_retracted=include_retracted)
 
+    def entity_comentions(self, min_count: int = 1) -> list[tuple[str, str, int]]:
+        """Pairs of active entities mentioned in the same active units, with how
+        many (a < b, most first): the edges of the studio's entity map."""
+        from core.retain.entities import entity_comentions
+
+        return entity_comentions(self.store.reader(), min_count)
+
     def entity(self, entity_id: str) -> Entity:
         from core.retain.entities import get_entity
 

@@ -34,6 +34,12 @@ def _graph_pane(state: StudioState) -> Pane:
     return GraphPane(state)
 
 
+def _entity_map_pane(state: StudioState) -> Pane:
+    from app.graph.entity_pane import EntityMapPane
+
+    return EntityMapPane(state)
+
+
 PANES: list[PaneFactory] = [
     lambda state: NetworkPane(state, Network.WORLD),
     lambda state: NetworkPane(state, Network.EXPERIENCE),
@@ -41,6 +47,7 @@ PANES: list[PaneFactory] = [
     lambda state: NetworkPane(state, Network.OBSERVATION),
     EntitiesPane,
     _graph_pane,
+    _entity_map_pane,
     RecallDebuggerPane,
     ReflectPane,
     TimelinesPane,

@@ -588,6 +588,29 @@ def list_entities(
     return [_row_to_entity(r) for r in rows]
 
 
+def entity_comentions(
+    con: duckdb.DuckDBPyConnection, min_count: int = 1
+) -> list[tuple[str, str, int]]:
+    """(entity a, entity b, active units mentioning both) for every pair of
+    active entities mentioned together at least `min_count` times; a < b."""
+    return [
+        (a, b, int(n))
+        for a, b, n in con.execute(
+            """
+            WITH m AS (
+                SELECT DISTINCT m.unit_id, m.entity_id FROM mentions m
+                JOIN units u ON u.id = m.unit_id AND u.status = 'active'
+                JOIN entities e ON e.id = m.entity_id AND e.status = 'active'
+            )
+            SELECT a.entity_id, b.entity_id, count(*) AS n
+            FROM m a JOIN m b ON a.unit_id = b.unit_id AND a.entity_id < b.entity_id
+            GROUP BY 1, 2 HAVING count(*) >= ? ORDER BY n DESC, 1, 2
+            """,
+            [int(min_count)],
+        ).fetchall()
+    ]
+
+
 def get_entity(con: duckdb.DuckDBPyConnection, entity_id: str) -> Entity | None:
     rows = con.execute(f"{_ENTITY_SELECT} WHERE e.id = ? {_ENTITY_GROUP}", [entity_id]).fetchall()
     return _row_to_entity(rows[0]) if rows else None

@@ -1,0 +1,366 @@
+"""The Entity map pane: entities as nodes, co-mentions as edges.
+
+Size by facts, colour by type; click an entity for its facts in time order;
+drag one entity onto another to merge them; retract from the side panel.
+Merge and retract are the engine's operations (`Bank.merge_entities`,
+`Bank.retract_entity`), run through the runner like every mutation; the map
+re-reads itself from the `Change` they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QMessageBox,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.graph.entitymap import EntityMap, read
+from app.panes.base import NO_BANK, Pane, empty_label, muted_label
+from app.runner import describe
+from app.state import StudioState
+from core import Bank, Change, Kind
+
+TYPE_COLORS = ("#3b82f6", "#10b981", "#f59e0b", "#8b5cf6", "#ef4444", "#14b8a6", "#64748b")
+LABELS = 25  # the most mentioned entities are named; others on hover
+PICK_PX = 12.0  # how near (in pixels) the pointer must be to pick a node
+
+
+class EntityMapView(pg.PlotWidget):
+    entity_clicked = Signal(str)
+    merge_requested = Signal(str, str)  # dragged entity id, entity it was dropped on
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent, background=QColor("#ffffff"))
+        plot = self.getPlotItem()
+        plot.hideAxis("left")
+        plot.hideAxis("bottom")
+        plot.setMenuEnabled(False)
+        plot.hideButtons()
+        plot.setAspectLocked(True)
+        self.map: EntityMap | None = None
+        self.edges = pg.PlotCurveItem(
+            pen=pg.mkPen(QColor(100, 116, 139, 70), width=1), connect="pairs"
+        )
+        self.edges.setSegmentedLineMode("on")
+        self.nodes = pg.ScatterPlotItem(pxMode=True, pen=pg.mkPen("#ffffff", width=0.8))
+        self.ghost = pg.ScatterPlotItem(pxMode=True, pen=pg.mkPen("#e11d48", width=2), brush=None)
+        self.selection = pg.ScatterPlotItem(
+            pxMode=True, pen=pg.mkPen("#e11d48", width=3), brush=None
+        )
+        for item in (self.edges, self.nodes, self.selection, self.ghost):
+            self.addItem(item)
+        self.edges.setZValue(-10)
+        self._labels: list[pg.TextItem] = []
+        self._drag: int | None = None
+        self.type_brushes: dict[str, QBrush] = {}
+
+    def set_map(self, emap: EntityMap) -> None:
+        self.map = emap
+        pos = emap.positions
+        g = emap.graph
+        x = np.column_stack((pos[g.src, 0], pos[g.dst, 0])).ravel()
+        y = np.column_stack((pos[g.src, 1], pos[g.dst, 1])).ravel()
+        self.edges.setData(x, y, connect="pairs")
+        self.type_brushes = {
+            t: QBrush(QColor(TYPE_COLORS[i % len(TYPE_COLORS)])) for i, t in enumerate(emap.types)
+        }
+        facts = np.array([e.mention_count for e in emap.entities], dtype=np.float64)
+        top = facts.max() if facts.size and facts.max() > 0 else 1.0
+        self.sizes = np.rint(6.0 + 22.0 * np.sqrt(facts / top))
+        brushes = [self.type_brushes[e.type] for e in emap.entities]
+        self.nodes.setData(pos=pos, size=self.sizes, brush=brushes, data=np.arange(len(pos)))
+        for label in self._labels:
+            self.removeItem(label)
+        self._labels = []
+        for i in np.argsort(-facts, kind="stable")[:LABELS].tolist():
+            label = pg.TextItem(emap.entities[i].name, color="#1d2430", anchor=(0.5, 1.2))
+            label.setPos(QPointF(*pos[i]))
+            self.addItem(label)
+            self._labels.append(label)
+        self.selection.setData([], [])
+        self.ghost.setData([], [])
+        self.getPlotItem().getViewBox().autoRange(padding=0.05)
+
+    def select(self, i: int | None) -> None:
+        if i is None or self.map is None:
+            self.selection.setData([], [])
+        else:
+            self.selection.setData(pos=self.map.positions[[i]], size=[self.sizes[i] + 10])
+
+    # -- picking and dragging ---------------------------------------------------------
+
+    def node_at(self, point) -> int | None:
+        """The node under a viewport point (within PICK_PX pixels), if any."""
+        if self.map is None or not len(self.map.positions):
+            return None
+        vb = self.getPlotItem().getViewBox()
+        scene = self.mapToScene(point)
+        ends = [vb.mapViewToScene(QPointF(*p)) for p in self.map.positions]
+        xy = np.array([(p.x(), p.y()) for p in ends])
+        d = np.hypot(xy[:, 0] - scene.x(), xy[:, 1] - scene.y())
+        i = int(np.argmin(d))
+        return i if d[i] <= max(PICK_PX, self.sizes[i] / 2) else None
+
+    def view_pos(self, entity_id: str):
+        """The viewport point of an entity (tests drive the mouse with it)."""
+        assert self.map is not None
+        vb = self.getPlotItem().getViewBox()
+        i = self.map.graph.index[entity_id]
+        return self.mapFromScene(vb.mapViewToScene(QPointF(*self.map.positions[i])))
+
+    def mousePressEvent(self, ev) -> None:  # noqa: N802 (Qt's name)
+        i = (
+            self.node_at(ev.position().toPoint())
+            if ev.button() == Qt.MouseButton.LeftButton
+            else None
+        )
+        if i is None:
+            super().mousePressEvent(ev)
+            return
+        self._drag = i
+        ev.accept()
+
+    def mouseMoveEvent(self, ev) -> None:  # noqa: N802
+        if self._drag is None:
+            super().mouseMoveEvent(ev)
+            return
+        vb = self.getPlotItem().getViewBox()
+        at = vb.mapSceneToView(self.mapToScene(ev.position().toPoint()))
+        self.ghost.setData(pos=[(at.x(), at.y())], size=[self.sizes[self._drag]])
+        ev.accept()
+
+    def mouseReleaseEvent(self, ev) -> None:  # noqa: N802
+        if self._drag is None:
+            super().mouseReleaseEvent(ev)
+            return
+        source, self._drag = self._drag, None
+        self.ghost.setData([], [])
+        target = self.node_at(ev.position().toPoint())
+        assert self.map is not None
+        ids = self.map.graph.ids
+        if target is None or target == source:
+            self.entity_clicked.emit(ids[source])
+        else:
+            self.merge_requested.emit(ids[source], ids[target])
+        ev.accept()
+
+
+def _ask(parent: QWidget, title: str, text: str) -> bool:
+    answer = QMessageBox.question(parent, title, text)
+    return answer == QMessageBox.StandardButton.Yes
+
+
+class EntityMapPane(Pane):
+    title = "Entity map"
+    slug = "entity-map"
+
+    def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
+        super().__init__(state, parent)
+        self._generation = 0
+        self.map: EntityMap | None = None
+        self.selected: str | None = None
+        # Asks before a merge or a retraction; tests replace it.
+        self.confirm: Callable[[str, str], bool] = lambda title, text: _ask(self, title, text)
+
+        self.find = QLineEdit(placeholderText="Find an entity by name…")
+        self.find.setClearButtonEnabled(True)
+        self.find.returnPressed.connect(lambda: self.select_entity(self.find.text()))
+        self.status = muted_label()
+        bar = QHBoxLayout()
+        bar.addWidget(self.find, 1)
+        bar.addWidget(self.status, 2)
+
+        self.view = EntityMapView()
+        self.view.entity_clicked.connect(self.select_entity)
+        self.view.merge_requested.connect(self.request_merge)
+        self.name = QLabel()
+        self.name.setWordWrap(True)
+        self.facts = QListWidget()
+        self.facts.setWordWrap(True)
+        self.retract_button = QPushButton("Retract entity…")
+        self.retract_button.clicked.connect(self.request_retract)
+        side = QWidget()
+        sv = QVBoxLayout(side)
+        sv.addWidget(self.name)
+        sv.addWidget(QLabel("Facts, in time order:"))
+        sv.addWidget(self.facts, 1)
+        sv.addWidget(self.retract_button)
+        side.setMinimumWidth(260)
+        self.side = side
+        self.side.hide()
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.view)
+        self.splitter.addWidget(side)
+        self.splitter.setSizes([900, 340])
+
+        self.no_bank = empty_label(NO_BANK)
+        self.empty = empty_label(
+            "No entities yet: ingest conversations to see who and what they mention."
+        )
+        self.stack = QStackedWidget()
+        for widget in (self.no_bank, self.empty, self.splitter):
+            self.stack.addWidget(widget)
+        root = QVBoxLayout(self)
+        root.addLayout(bar)
+        root.addWidget(self.stack, 1)
+        legend = QLabel(
+            "Size: facts mentioning the entity · colour: type · edge: facts mentioning both · "
+            "drag an entity onto another to merge them"
+        )
+        legend.setWordWrap(True)
+        root.addWidget(legend)
+        self.set_bank(state.bank)
+
+    # -- pane interface ----------------------------------------------------------
+
+    def set_bank(self, bank: Bank | None) -> None:
+        self.map = None
+        self.selected = None
+        self.side.hide()
+        self.stack.setCurrentWidget(self.no_bank if bank is None else self.empty)
+        if bank is not None:
+            self.refresh()
+
+    def refresh(self) -> None:
+        bank = self.bank
+        if bank is None:
+            return
+        self._generation += 1
+        generation = self._generation
+        self.status.setText("Reading entities…")
+        self.state.runner.run_query(
+            lambda: read(bank),
+            lambda emap: self._arrived(generation, emap),
+            lambda error: self.status.setText(f"Could not read entities: {describe(error)}"),
+            key=bank,
+        )
+
+    def apply_change(self, change: Change) -> None:
+        if change.touches(Kind.ENTITY) or change.touches(Kind.UNIT):
+            self.refresh()
+
+    def focus_search(self) -> bool:
+        self.find.setFocus()
+        return True
+
+    def _arrived(self, generation: int, emap: EntityMap) -> None:
+        if generation != self._generation:
+            return
+        self.map = emap
+        if not emap.entities:
+            self.stack.setCurrentWidget(self.empty)
+            self.status.setText("")
+            return
+        self.stack.setCurrentWidget(self.splitter)
+        g = emap.graph
+        self.status.setText(
+            f"{len(emap.entities)} entities · {g.edge_count} of {emap.pairs_total} co-mention "
+            f"links drawn (each entity's strongest)"
+        )
+        self.view.set_map(emap)
+        if self.selected and self.selected in g.index:
+            self.select_entity(self.selected)
+        else:
+            self.selected = None
+            self.side.hide()
+
+    # -- selection ----------------------------------------------------------------
+
+    def select_entity(self, name_or_id: str) -> bool:
+        emap = self.map
+        i = emap.index_of(name_or_id) if emap is not None else None
+        if i is None or emap is None:
+            return False
+        entity = emap.entities[i]
+        self.selected = entity.id
+        self.view.select(i)
+        self.side.show()
+        seen = ""
+        if entity.first_seen and entity.last_seen:
+            seen = f"<br>{entity.first_seen:%d %b %Y} – {entity.last_seen:%d %b %Y}"
+        self.name.setText(
+            f"<b>{entity.name}</b> · {entity.type} · {entity.mention_count} facts{seen}"
+        )
+        self.facts.clear()
+        self.facts.addItem("Loading…")
+        bank = self.bank
+        if bank is not None:
+            self.state.runner.run_query(
+                lambda: bank.units(entity=entity.id, limit=None),
+                lambda units: self._facts(entity.id, units),
+                key=bank,
+            )
+        return True
+
+    def _facts(self, entity_id: str, units) -> None:
+        if entity_id != self.selected:
+            return
+        self.facts.clear()
+        timed = sorted(units, key=lambda u: (u.occurred_start is None, u.occurred_start or 0))
+        for unit in timed:
+            when = f"{unit.occurred_start:%d %b %Y}  " if unit.occurred_start else ""
+            self.facts.addItem(f"{when}{unit.text}")
+
+    # -- curation through the engine -----------------------------------------------
+
+    def _name(self, entity_id: str) -> str:
+        emap = self.map
+        i = emap.graph.index.get(entity_id) if emap is not None else None
+        return emap.entities[i].name if emap is not None and i is not None else entity_id
+
+    def request_merge(self, source_id: str, target_id: str) -> None:
+        bank = self.bank
+        if bank is None:
+            return
+        source, target = self._name(source_id), self._name(target_id)
+        if not self.confirm(
+            "Merge entities",
+            f"Merge “{source}” into “{target}”? Its facts will mention “{target}”. (Undoable.)",
+        ):
+            return
+        self.selected = target_id
+        self.status.setText(f"Merging {source} into {target}…")
+        self.state.runner.run_op(
+            lambda: bank.merge_entities(source_id, target_id),
+            on_error=lambda error: self.status.setText(f"Merge failed: {describe(error)}"),
+            key=bank,
+            label=f"merge {source} into {target}",
+        )
+
+    def request_retract(self) -> None:
+        bank, entity_id = self.bank, self.selected
+        if bank is None or entity_id is None:
+            return
+        name = self._name(entity_id)
+        if not self.confirm(
+            "Retract entity",
+            f"Retract “{name}”? Facts that mention it are hidden from recall. (Undoable.)",
+        ):
+            return
+        self.status.setText(f"Retracting {name}…")
+        self.state.runner.run_op(
+            lambda: bank.retract_entity(entity_id),
+            on_error=lambda error: self.status.setText(f"Retract failed: {describe(error)}"),
+            key=bank,
+            label=f"retract {name}",
+        )
+
+    def prepare_screenshot(self, idle) -> None:
+        idle()
+        if self.map is not None and self.map.entities:
+            self.select_entity(self.map.entities[0].id)
+            idle()

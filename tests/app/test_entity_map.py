@@ -1,0 +1,79 @@
+"""The entity map on the demo subset: co-mentions, click-through, drag-to-merge, retract."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.graph.entity_pane import EntityMapPane
+from app.graph.entitymap import build, strongest_pairs
+from app.runner import Runner
+from app.state import StudioState
+
+
+@pytest.fixture
+def map_state(qtbot, demo_engine):
+    runner = Runner()
+    state = StudioState(demo_engine, runner)
+    state.set_bank(demo_engine.open_bank("Demo"))
+    yield state
+    runner.shutdown()
+
+
+def test_co_mentions_are_counted_from_active_facts(map_state) -> None:
+    bank = map_state.bank
+    pairs = bank.entity_comentions()
+    assert pairs, "the demo mentions entities together"
+    a, b, n = pairs[0]
+    both = {u.id for u in bank.units(entity=a, limit=None)} & {
+        u.id for u in bank.units(entity=b, limit=None)
+    }
+    assert a < b and n == len(both)
+    emap = build(bank.entities(), pairs)
+    assert len(emap.entities) == len(bank.entities())
+    assert emap.graph.edge_count == len(strongest_pairs(pairs)) <= len(pairs)
+
+
+def test_strongest_pairs_keep_each_entitys_best() -> None:
+    pairs = [("a", f"x{i}", 10 - i) for i in range(8)] + [("y", "z", 1)]
+    kept = strongest_pairs(pairs, per_entity=3)
+    assert [p[1] for p in kept if p[0] == "a"] == ["x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"]
+    # every x keeps its only link (its own best), and y-z survives though weakest
+    assert ("y", "z", 1) in kept
+    # b-c is neither b's nor c's best: dropped.
+    triangle = [("a", "b", 2), ("a", "c", 1), ("b", "c", 1)]
+    assert strongest_pairs(triangle, per_entity=1) == [("a", "b", 2), ("a", "c", 1)]
+
+
+def test_click_shows_facts_and_drag_merges_through_the_engine(qtbot, map_state) -> None:
+    pane = EntityMapPane(map_state)
+    qtbot.addWidget(pane)
+    pane.resize(1280, 720)
+    pane.show()
+    qtbot.waitUntil(lambda: pane.map is not None, timeout=60_000)
+    bank = map_state.bank
+    entities = pane.map.entities
+    first, second = entities[0], entities[1]
+    view = pane.view
+    qtbot.wait(1)
+    # A click (press and release on the same node) opens its facts, in time order.
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.view_pos(first.id))
+    assert pane.selected == first.id and pane.side.isVisible()
+    qtbot.waitUntil(lambda: pane.facts.count() == first.mention_count, timeout=30_000)
+    # Drag the second onto the first: asks, then merges with the engine.
+    asked: list[str] = []
+    pane.confirm = lambda title, text: asked.append(text) or True
+    qtbot.mousePress(view.viewport(), Qt.MouseButton.LeftButton, pos=view.view_pos(second.id))
+    qtbot.mouseMove(view.viewport(), pos=view.view_pos(first.id))
+    qtbot.mouseRelease(view.viewport(), Qt.MouseButton.LeftButton, pos=view.view_pos(first.id))
+    assert asked and second.name in asked[0] and first.name in asked[0]
+    qtbot.waitUntil(
+        lambda: pane.map is not None and len(pane.map.entities) == len(entities) - 1,
+        timeout=60_000,
+    )
+    assert second.id not in {e.id for e in bank.entities()}
+    assert pane.selected == first.id  # selection stays on the merged entity
+    # Retract from the map.
+    pane.request_retract()
+    qtbot.waitUntil(lambda: first.id not in {e.id for e in bank.entities()}, timeout=60_000)
+    qtbot.waitUntil(lambda: first.id not in pane.map.graph.index, timeout=60_000)
