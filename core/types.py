@@ -284,10 +284,13 @@ class EngramError(Exception):
 
 
 class BankLockedError(EngramError):
-    def __init__(self, bank: str, pid: int, host: str = "") -> None:
+    def __init__(self, bank: str, pid: int, host: str = "", *, owner: dict | None = None) -> None:
         self.pid = pid
+        # The owner's lock record: pid, host and, when it serves the bank, url and token_file.
+        self.owner = owner or {}
         where = f" on {host}" if host else ""
-        super().__init__(f"bank {bank!r} is open in another process (PID {pid}{where})")
+        served = f", which serves it at {self.owner['url']}" if self.owner.get("url") else ""
+        super().__init__(f"bank {bank!r} is open in another process (PID {pid}{where}){served}")
 
 
 class BankNotFoundError(EngramError):
