@@ -96,6 +96,8 @@ __all__ = [
     "Reflection",
     "ReflectionError",
     "RetractPreview",
+    "ServedBanks",
+    "ServerHandle",
     "SnapshotDiff",
     "SnapshotError",
     "Turn",
@@ -105,8 +107,31 @@ __all__ = [
     "UnitStatus",
     "VerifyReport",
     "adjacency",
+    "advertise",
+    "api_token",
     "diff_snapshots",
+    "find_owner",
     "load_documents",
     "spread",
+    "start_server",
     "system_prompt",
 ]
+
+# The server's names load on first use, so `import core` stays free of FastAPI.
+_LAZY = {
+    "ServedBanks": "core.server",
+    "ServerHandle": "core.server",
+    "advertise": "core.server.owner",
+    "api_token": "core.server",
+    "find_owner": "core.server.owner",
+    "start_server": "core.server",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'core' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

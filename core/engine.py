@@ -17,16 +17,15 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from core.bank import Bank
 from core.curate.purge import finish_pending_purge
+from core.home import LABEL, default_home, labelled_folders
+from core.home import read_label as _read_label
 from core.settings import EngineSettings
 from core.store.bank_store import BankStore, utcnow
 from core.store.lock import BankLock
 from core.types import BankExistsError, BankNotFoundError, Change, InvalidInputError, Kind
 
-LABEL = "bank.json"
 MAX_NAME = 100
 # The default embedding model's identity is known without loading it, so
 # opening a bank to list memories does not pay for loading torch weights.
@@ -38,11 +37,6 @@ class BankInfo:
     name: str
     folder: Path
     created_at: str
-
-
-def default_home() -> Path:
-    env = os.environ.get("ENGRAM_HOME")
-    return Path(env) if env else Path(platformdirs.user_data_dir("engram-studio", "engram"))
 
 
 def _slug(name: str) -> str:
@@ -145,11 +139,10 @@ class Engine:
     # -- banks ---------------------------------------------------------------
 
     def banks(self) -> list[BankInfo]:
-        infos = []
-        for folder in sorted(self.banks_dir.iterdir()):
-            label = _read_label(folder)
-            if label is not None:
-                infos.append(BankInfo(label["name"], folder, label.get("created_at", "")))
+        infos = [
+            BankInfo(label["name"], folder, label.get("created_at", ""))
+            for folder, label in labelled_folders(self.banks_dir)
+        ]
         return sorted(infos, key=lambda b: b.name.lower())
 
     def _find(self, name: str) -> Path:
@@ -234,13 +227,6 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _read_label(folder: Path) -> dict | None:
-    try:
-        return json.loads((folder / LABEL).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _write_label(folder: Path, label: dict) -> None:

@@ -37,9 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    from core.engine import Engine
+    engine = _routed_engine(args)
+    if engine is None:
+        from core.engine import Engine
 
-    engine = Engine(args.home)
+        engine = Engine(args.home)
     try:
         return int(args.handler(args, engine) or 0)
     except EngramError as error:
@@ -50,6 +52,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         engine.close()
+
+
+def _routed_engine(args):
+    """A stand-in engine that goes through the bank's owner, when another live
+    process owns the command's bank and serves it (core/cli/remote.py)."""
+    bank = getattr(args, "bank", None)
+    if not isinstance(bank, str):
+        return None
+    from pathlib import Path
+
+    from core.home import default_home
+    from core.server.owner import find_owner
+
+    home = Path(args.home) if args.home else default_home()
+    owner = find_owner(home, bank)
+    if owner is None:
+        return None
+    from core.cli.remote import RemoteEngine
+
+    return RemoteEngine(home, owner)
 
 
 if __name__ == "__main__":

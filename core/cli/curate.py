@@ -106,6 +106,8 @@ def _confidence(text: str):
 
 def resolve_entity(bank, ref: str) -> str:
     """An entity id from an id, a name or an alias (case-insensitive); ambiguity is an error."""
+    if getattr(bank, "store", None) is None:  # a bank another process owns: ask it
+        return bank.resolve_entity(ref)
     rows = (
         bank.store.reader()
         .execute(
