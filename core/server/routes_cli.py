@@ -3,8 +3,8 @@
 `POST /engram/v1/banks/{bank_id}/call/{method}` with `{"args": [...],
 "kwargs": {...}}` in the wire encoding of core/server/client.py; answers
 `{"value": ...}` in the same encoding. Only the methods in `READ_METHODS`
-and `WRITE_METHODS` run; writes take the bank's lock and report their
-`Change` (`ServedBanks.changed`), so an open studio refreshes its panes.
+and `WRITE_METHODS` run, under the bank's lock; writes report their `Change`
+(`ServedBanks.changed`), so an open studio refreshes its panes.
 An engine error answers 4xx with its one-line message, as the CLI prints it.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.server.client import READ_METHODS, WRITE_METHODS, decode, encode
@@ -73,35 +73,32 @@ def _change_of(value: Any) -> Change | None:
     return change if isinstance(change, Change) else None
 
 
-def cli_routes(served) -> APIRouter:
-    router = APIRouter(prefix=PREFIX, tags=["engram cli"])
+router = APIRouter(prefix=PREFIX, tags=["Engram CLI"])
 
-    @router.post("/banks/{bank_id}/call/{method}")
-    def call(bank_id: str, method: str, body: Call) -> dict:
-        """Run one Bank method in this process (what a routed `engram` command does)."""
-        if method not in READ_METHODS | WRITE_METHODS:
-            raise HTTPException(404, f"no bank method {method!r} can be called here")
-        try:
-            args, kwargs = decode(body.args), decode(body.kwargs)
-        except (ValueError, TypeError, KeyError) as error:
-            raise HTTPException(422, f"arguments: {error}") from None
-        try:
-            if method in WRITE_METHODS:
-                with served.using(bank_id) as bank:
-                    value = _run(served, bank, method, args, kwargs)
-                change = _change_of(value)
-                if change is not None:
-                    served.changed(bank.name, change)
-            else:
-                value = _run(served, served.get(bank_id), method, args, kwargs)
-        except BankNotFoundError as error:
-            raise HTTPException(404, str(error)) from None
-        except BankLockedError as error:
-            raise HTTPException(409, str(error)) from None
-        except EngramError as error:
-            raise HTTPException(400, str(error)) from None
-        except TypeError as error:  # wrong arguments for the method
-            raise HTTPException(422, f"{method}: {error}") from None
-        return {"value": encode(value)}
 
-    return router
+@router.post("/banks/{bank_id}/call/{method}")
+def call(bank_id: str, method: str, body: Call, request: Request) -> dict:
+    """Run one Bank method in this process: what a routed `engram` command does."""
+    served = request.app.state.served
+    if method not in READ_METHODS | WRITE_METHODS:
+        raise HTTPException(404, f"no bank method {method!r} can be called here")
+    try:
+        args, kwargs = decode(body.args), decode(body.kwargs)
+    except (ValueError, TypeError, KeyError) as error:
+        raise HTTPException(422, f"arguments: {error}") from None
+    try:
+        # Reads too run under the bank's lock: a studio may be closing the bank.
+        with served.using(bank_id) as bank:
+            value = _run(served, bank, method, args, kwargs)
+    except BankNotFoundError as error:
+        raise HTTPException(404, str(error)) from None
+    except BankLockedError as error:
+        raise HTTPException(409, str(error)) from None
+    except EngramError as error:
+        raise HTTPException(400, str(error)) from None
+    except TypeError as error:  # wrong arguments for the method
+        raise HTTPException(422, f"{method}: {error}") from None
+    change = _change_of(value) if method in WRITE_METHODS else None
+    if change is not None:
+        served.changed(bank_id, change)
+    return {"value": encode(value)}
