@@ -17,7 +17,7 @@ import threading
 from contextlib import AbstractContextManager
 from typing import Any
 
-from PySide6.QtCore import QObject, QSettings, Qt, Signal, Slot
+from PySide6.QtCore import QObject, QSettings, QSignalBlocker, Qt, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QSpinBox, QToolButton
 
@@ -74,15 +74,19 @@ class StudioServer(QObject):
     @property
     def fell_back(self) -> bool:
         """Serving on another port because the one asked for was taken."""
-        return self.running and not self.url.endswith(f":{self.port_wanted}")
+        return (
+            self.running and self.port_wanted != 0 and not self.url.endswith(f":{self.port_wanted}")
+        )
 
     def token_file(self) -> str | None:
         """Where a client finds the token; None when ENGRAM_API_TOKEN sets it."""
         import os
 
+        from core import token_file
+
         if os.environ.get("ENGRAM_API_TOKEN", "").strip():
             return None
-        return str(self.state.engine.home / "api-token")
+        return str(token_file(self.state.engine.home))
 
     def how_to_connect(self) -> str:
         where = self.token_file() or "the ENGRAM_API_TOKEN variable"
@@ -251,6 +255,7 @@ class ServingSettings(QGroupBox):
         self.port = QSpinBox()
         self.port.setObjectName("serving-port")
         self.port.setRange(1024, 65535)
+        self.port.setMaximumWidth(120)
         self.port.setValue(serving_port())
         self.port.setToolTip(f"Default {DEFAULT_PORT}, Hindsight's; a free port is used if taken")
         self.port.editingFinished.connect(self._port_set)
@@ -267,6 +272,9 @@ class ServingSettings(QGroupBox):
 
     def update_status(self) -> None:
         server = self.server
+        if server.running != self.enabled.isChecked() and (server.running or not server.error):
+            with QSignalBlocker(self.enabled):  # started or stopped elsewhere: show it
+                self.enabled.setChecked(server.running)
         if server.running:
             taken = (
                 f"Port {server.port_wanted} was taken, so a free one is used. " * server.fell_back

@@ -115,6 +115,7 @@ __all__ = [
     "spread",
     "start_server",
     "system_prompt",
+    "token_file",
 ]
 
 # The server's names load on first use, so `import core` stays free of FastAPI.
@@ -125,6 +126,7 @@ _LAZY = {
     "api_token": "core.server",
     "find_owner": "core.server.owner",
     "start_server": "core.server",
+    "token_file": "core.server.token",
 }
 
 

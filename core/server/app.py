@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from core.server import routes_engram, routes_hindsight
+from core.server import routes_cli, routes_engram, routes_hindsight
 from core.server.errors import engram_error
 from core.server.guard import Guard
 from core.server.operations import Operations
@@ -62,6 +62,7 @@ def create_app(
     app.add_exception_handler(EngramError, engram_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.include_router(routes_engram.router)
+    app.include_router(routes_cli.router)  # what routed `engram` commands call
     app.include_router(routes_hindsight.router)
     app.include_router(routes_hindsight.unsupported)
     if mcp_app is not None:

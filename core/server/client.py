@@ -101,7 +101,9 @@ def decode(value: Any) -> Any:
         return [decode(v) for v in value]
     if not isinstance(value, dict):
         return value
-    tag = value.get(TAG)
+    if TAG not in value:  # a plain JSON object (a hand-written call)
+        return {str(k): decode(v) for k, v in value.items()}
+    tag = value[TAG]
     if tag == "map":
         return {decode(k): decode(v) for k, v in value["v"]}
     if tag in _CONTAINERS:

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.home import labelled_folders
+from core.server.token import ENV as TOKEN_ENV
 from core.store.lock import live_owner
-
-TOKEN_ENV = "ENGRAM_API_TOKEN"
 
 
 @dataclass(frozen=True)

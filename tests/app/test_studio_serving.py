@@ -21,9 +21,9 @@ def serving(qtbot, make_window, engine, embedder, monkeypatch):
     """A window with the bank "Live" open and serving on a free port."""
     monkeypatch.setenv("ENGRAM_API_TOKEN", TOKEN)
     engine.create_bank("Live").add_units(make_units(12, networks=[Network.WORLD]))
-    window = make_window()
-    window.open_bank("Live")
+    window = make_window(start=True)  # tests start with serving off: turned on below
     qtbot.waitUntil(lambda: window.state.bank is not None)
+    assert not window.server.running
     window.server.start(port=0)
     qtbot.waitUntil(lambda: window.server.running, timeout=60_000)
     wait_idle(qtbot, window.runner)
@@ -82,7 +82,7 @@ def test_the_runner_and_the_server_take_turns_on_one_bank(qtbot, serving):
 
     writer = threading.Thread(target=write_through_server)
     writer.start()
-    assert not answered.wait(1.5), "the server wrote while the runner held the bank"
+    assert not answered.wait(1.5), f"the server wrote while the runner held the bank: {result}"
     release.set()
     writer.join(60)
     assert answered.is_set() and result["response"].status_code == 200
@@ -121,7 +121,7 @@ def test_render_the_status_bar_and_the_settings_box(qtbot, serving, tmp_path):
     window = serving
     window.resize(1440, 900)
     settings = window.show_pane("settings")
-    assert settings.serving.enabled.isChecked() is False  # tests start with serving off
+    assert settings.serving.enabled.isChecked()
     qtbot.waitUntil(lambda: window.server.url in settings.serving.status.text())
     shots = Path(os.environ.get("ENGRAM_SHOTS", tmp_path))
     assert window.grab().save(str(shots / "studio-serving.png"))
