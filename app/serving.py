@@ -12,7 +12,6 @@ the studio's engine work and the server's never run on one bank at once.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from contextlib import AbstractContextManager
 from typing import Any
@@ -141,7 +140,8 @@ class StudioServer(QObject):
             if self._bank is not None:
                 served.adopt(self._bank)
         self.handle, self.error = handle, error
-        self._advertise(self._bank)
+        if handle is not None:
+            served.advertise(handle.url, self.token_file())
         self.status_changed.emit()
 
     def stop(self) -> None:
@@ -149,7 +149,7 @@ class StudioServer(QObject):
         if self.handle is None:
             return
         handle, self.handle = self.handle, None
-        self._advertise(self._bank)  # withdraws the address first: no new routed calls
+        self.served.advertise(None)  # withdrawn first: no new routed calls
         handle.stop()
         self.status_changed.emit()
 
@@ -158,26 +158,12 @@ class StudioServer(QObject):
     @Slot(object)
     def _bank_changed(self, bank: Bank | None) -> None:
         old, self._bank = self._bank, bank
+        if self.served is None:
+            return  # adopted when the server starts
         if old is not None and old is not bank:
-            if self.served is not None:
-                self.served.release(old.name)
-            if not old.closed:
-                self._advertise_safely(old, None)
+            self.served.release(old.name)  # also withdraws its address
         if bank is not None:
-            if self.served is not None:
-                self.served.adopt(bank)
-            self._advertise(bank)
-
-    def _advertise(self, bank: Bank | None) -> None:
-        if bank is not None and not bank.closed:
-            self._advertise_safely(bank, self.url or None)
-
-    def _advertise_safely(self, bank: Bank, url: str | None) -> None:
-        from core import advertise
-
-        # RuntimeError: closed meanwhile, and its lock record went with it.
-        with contextlib.suppress(OSError, RuntimeError):
-            advertise(bank, url, self.token_file())
+            self.served.adopt(bank)
 
     def lock_for(self, key: Any, mutating: bool) -> AbstractContextManager | None:
         """The lock a runner task takes: its bank's, or for a write without a key

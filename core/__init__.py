@@ -107,7 +107,6 @@ __all__ = [
     "UnitStatus",
     "VerifyReport",
     "adjacency",
-    "advertise",
     "api_token",
     "diff_snapshots",
     "find_owner",
@@ -122,7 +121,6 @@ __all__ = [
 _LAZY = {
     "ServedBanks": "core.server",
     "ServerHandle": "core.server",
-    "advertise": "core.server.owner",
     "api_token": "core.server",
     "find_owner": "core.server.owner",
     "start_server": "core.server",

@@ -54,11 +54,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine.close()
 
 
+# Commands that serve a bank themselves: never routed to another owner.
+SERVING_COMMANDS = {"serve", "mcp"}
+
+
 def _routed_engine(args):
     """A stand-in engine that goes through the bank's owner, when another live
     process owns the command's bank and serves it (core/cli/remote.py)."""
     bank = getattr(args, "bank", None)
-    if not isinstance(bank, str):
+    if not isinstance(bank, str) or args.command in SERVING_COMMANDS:
         return None
     from pathlib import Path
 

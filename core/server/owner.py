@@ -54,7 +54,3 @@ def find_owner(home: Path, bank: str) -> Owner | None:
         return None
     return Owner(bank, int(record.get("pid", -1)), record["url"], record.get("token_file"))
 
-
-def advertise(bank, url: str | None, token_file: str | Path | None = None) -> None:
-    """Record in `bank`'s lock that this process serves it at `url` (None: no longer)."""
-    bank.store.advertise(url, token_file)

@@ -9,6 +9,7 @@ the same lock (`lock(name)`).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,9 @@ class ServedBanks:
         self._opened: set[str] = set()  # opened here (closed by `close`), not adopted
         self._locks: dict[str, threading.RLock] = {}
         self._guard = threading.Lock()
+        # (url, token file) written into each served bank's lock record, so other
+        # processes' `engram` commands on it are routed here (core/server/owner.py).
+        self._address: tuple[str, str | None] | None = None
 
     # -- the studio hands banks over -------------------------------------------------
 
@@ -41,12 +45,32 @@ class ServedBanks:
         with self._guard:
             self._banks[bank.name] = bank
             self._locks.setdefault(bank.name, threading.RLock())
+        self._advertise(bank)
 
     def release(self, bank_name: str) -> None:
         """The studio closed it: stop serving it (the bank stays open for the caller)."""
         with self._guard:
-            self._banks.pop(bank_name, None)
+            bank = self._banks.pop(bank_name, None)
             self._opened.discard(bank_name)
+        if bank is not None:
+            self._advertise(bank, withdraw=True)
+
+    def advertise(self, url: str | None, token_file: str | None = None) -> None:
+        """Record this server's address (None: withdraw it) in the lock of every bank
+        served, now and opened later, so `engram` commands elsewhere come here."""
+        with self._guard:
+            self._address = (url, token_file) if url else None
+            banks = list(self._banks.values())
+        for bank in banks:
+            self._advertise(bank)
+
+    def _advertise(self, bank: Bank, *, withdraw: bool = False) -> None:
+        if bank.closed:
+            return
+        url, token_file = self._address if self._address and not withdraw else (None, None)
+        # RuntimeError/OSError: closed meanwhile, and its lock record went with it.
+        with contextlib.suppress(OSError, RuntimeError):
+            bank.store.advertise(url, token_file)
 
     # -- lookups -----------------------------------------------------------------------
 
@@ -64,6 +88,7 @@ class ServedBanks:
             bank = self.engine.open_bank(bank_id)
             self._banks[bank_id] = bank
             self._opened.add(bank_id)
+            self._advertise(bank)
             self._locks.setdefault(bank_id, threading.RLock())
             return bank
 
@@ -106,6 +131,7 @@ class ServedBanks:
             self._banks[bank.name] = bank
             self._opened.add(bank.name)
             self._locks.setdefault(bank.name, threading.RLock())
+        self._advertise(bank)
         self.changed(bank.name, Change.of(added={Kind.BANK: [bank.name]}))
         return bank
 
