@@ -212,7 +212,9 @@ def test_what_engram_cannot_honour_is_refused(client, filled):
 
 
 def test_wrong_token_is_refused(served, bank_id):
-    with Hindsight(base_url=served.url, api_key="wrong") as client:
-        with pytest.raises(ApiException) as error:
-            client.get_version()
+    with (
+        Hindsight(base_url=served.url, api_key="wrong") as client,
+        pytest.raises(ApiException) as error,
+    ):
+        client.get_version()
     assert error.value.status == 401
