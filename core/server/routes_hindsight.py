@@ -770,7 +770,10 @@ UNSUPPORTED = {
     "/v1/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
 )
 def not_in_engram(rest: str) -> None:
-    """Anything else Hindsight has: a 501 naming it, never a silent success."""
+    """Anything else Hindsight has: a 501 naming it, never a silent success; a
+    path neither has is a 404."""
     words = rest.split("/")
-    feature = next((UNSUPPORTED[w] for w in words if w in UNSUPPORTED), "/v1/" + rest)
+    feature = next((UNSUPPORTED[w] for w in words if w in UNSUPPORTED), None)
+    if feature is None:
+        raise HTTPException(404, f"no such path: /v1/{rest}")
     raise HTTPException(501, f"not supported by Engram: {feature}")

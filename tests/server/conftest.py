@@ -46,9 +46,7 @@ def served(tmp_path_factory, embedder) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("home")
     engine = Engine(home, embedder=embedder)
     changes: list[tuple[str, Change]] = []
-    banks = ServedBanks(
-        engine, open_on_demand=True, on_change=lambda n, c: changes.append((n, c))
-    )
+    banks = ServedBanks(engine, open_on_demand=True, on_change=lambda n, c: changes.append((n, c)))
     handle = start_server(banks, "127.0.0.1", 0, TOKEN)
     try:
         yield Served(engine, banks, handle, changes)
