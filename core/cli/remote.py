@@ -8,6 +8,7 @@ printing code is the same for both paths. Import-light: no DuckDB, no model.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,17 @@ class RemoteBank:
             )
 
         def call(*args: Any, progress=None, **kwargs: Any):
-            return self._client.call(self.name, method, *args, **kwargs)
+            given = {k: v for k, v in kwargs.items() if not _unset(v)}
+            return self._client.call(self.name, method, *args, **given)
 
         return call
+
+
+def _unset(value: Any) -> bool:
+    """Bank's "not given" marker: left out, so the owner's method sees its default.
+    Only a caller that imported core.bank can hold it; this never imports it."""
+    bank_module = sys.modules.get("core.bank")
+    return bank_module is not None and value is getattr(bank_module, "UNSET", None)
 
 
 class OwnersModel:

@@ -66,10 +66,10 @@ def value_type(name: str) -> type:
 
 
 def encode(value: Any) -> Any:
+    if isinstance(value, Enum):  # before str: a StrEnum is a str too
+        return {TAG: type(value).__name__, "v": value.value}
     if value is None or isinstance(value, bool | int | float | str):
         return value
-    if isinstance(value, Enum):
-        return {TAG: type(value).__name__, "v": value.value}
     if isinstance(value, datetime):
         return {TAG: "datetime", "v": value.isoformat()}
     if isinstance(value, Path):
