@@ -29,6 +29,7 @@ def build_mcp(served: ServedBanks, default_bank: str | None = None) -> MCPServer
     server = MCPServer(
         "engram",
         version=ENGRAM_VERSION,
+        log_level="WARNING",
         instructions="Long-term memory in Engram banks: retain what happened, recall "
         "what is relevant to a question, reflect to answer from memory.",
     )
