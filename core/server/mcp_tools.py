@@ -22,7 +22,7 @@ from core.server.version import ENGRAM_VERSION
 from core.types import EngramError
 
 Network = Literal["world", "experience", "opinion", "observation"]
-READ_ONLY = ToolAnnotations(readOnlyHint=True)
+READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
 def build_mcp(served: ServedBanks, default_bank: str | None = None) -> MCPServer:
