@@ -22,13 +22,14 @@ from core.server.version import ENGRAM_VERSION
 from core.types import EngramError
 
 Network = Literal["world", "experience", "opinion", "observation"]
-READ_ONLY = ToolAnnotations(readOnlyHint=True)
+READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
 def build_mcp(served: ServedBanks, default_bank: str | None = None) -> MCPServer:
     server = MCPServer(
         "engram",
         version=ENGRAM_VERSION,
+        log_level="WARNING",
         instructions="Long-term memory in Engram banks: retain what happened, recall "
         "what is relevant to a question, reflect to answer from memory.",
     )
