@@ -49,7 +49,10 @@ def run_serve(args, engine: Engine) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     handle = start_server(served, args.host, args.port, token)
-    where = f"${ENV}" if os.environ.get(ENV, "").strip() else str(token_file(engine.home))
+    from_env = bool(os.environ.get(ENV, "").strip())
+    where = f"${ENV}" if from_env else str(token_file(engine.home))
+    # Each bank's lock names this address: `engram` commands on it are routed here.
+    served.advertise(handle.url, None if from_env else str(token_file(engine.home)))
     print(f"engram: serving {engine.banks_dir} at {handle.url}", flush=True)
     print(f"engram: bearer token in {where}; MCP at {handle.url}/mcp", flush=True)
     try:
