@@ -62,11 +62,8 @@ def homes(tmp_path_factory, embedder):
 def server(homes):
     """`engram serve` on a free port, owning the bank (opened by a first request)."""
     env = {**os.environ, "ENGRAM_API_TOKEN": TOKEN, "PYTHONPATH": str(REPO)}
-    command = [*ENGRAM, "--home", str(homes[0]), "serve", "--port", "0"]
-    if os.environ.get("ROUTING_DEV_SERVER"):  # until `engram serve` lands
-        command = [sys.executable, os.environ["ROUTING_DEV_SERVER"], str(homes[0])]
     process = subprocess.Popen(
-        command,
+        [*ENGRAM, "--home", str(homes[0]), "serve", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
