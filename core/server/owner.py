@@ -53,4 +53,3 @@ def find_owner(home: Path, bank: str) -> Owner | None:
     if record is None or record.get("host") not in (None, socket.gethostname()):
         return None
     return Owner(bank, int(record.get("pid", -1)), record["url"], record.get("token_file"))
-

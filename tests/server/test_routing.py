@@ -125,9 +125,12 @@ def differences(a, b, path: str = "") -> list[str]:
         keys = (set(a) | set(b)) - {"ms", "timings_ms"}
         return [d for k in sorted(keys) for d in differences(a.get(k), b.get(k), f"{path}.{k}")]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in differences(x, y, f"{path}[{i}]")
+        ]
     return [] if a == b else [f"{path}: {a!r} != {b!r}"[:300]]
-
 
 
 def test_ingest_and_edit_through_the_owner(homes, server, token_env):
