@@ -29,6 +29,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "resources" / "demo"
 BANK = "Routed"
 TOKEN = "routing-test-token-" + "y" * 20
+# What loads or runs the embedding model: a routed command needs none of it.
+MODEL_MODULES = ("torch", "sentence_transformers", "onnxruntime", "tokenizers")
 ENGRAM = [sys.executable, "-c", "import sys; from app.main import main; sys.exit(main())"]
 
 
@@ -163,10 +165,10 @@ def test_a_routed_recall_as_a_command_loads_no_model(homes, server):
     """The whole `engram recall` as a user runs it; prints the wall time."""
     env = {**os.environ, "ENGRAM_API_TOKEN": TOKEN, "PYTHONPATH": str(REPO)}
     probe = (
-        "import sys, runpy; sys.argv = ['engram', *sys.argv[1:]]\n"
+        "import sys; sys.argv = ['engram', *sys.argv[1:]]\n"
         "from app.main import main\n"
         "code = main()\n"
-        "heavy = [m for m in ('torch', 'sentence_transformers') if m in sys.modules]\n"
+        f"heavy = [m for m in {MODEL_MODULES!r} if m in sys.modules]\n"
         "print('HEAVY', heavy)\n"
         "sys.exit(code)\n"
     )
