@@ -184,3 +184,46 @@ def test_a_routed_recall_as_a_command_loads_no_model(homes, server):
     assert done.returncode == 0, done.stderr
     assert "Lisbon" in done.stdout and "HEAVY []" in done.stdout
     print(f"routed engram recall: {wall:.2f} s wall")
+
+
+def test_an_engine_error_reads_the_same_routed_as_direct(homes, server, token_env):
+    served, direct = homes
+    for args in (
+        ("edit", BANK, "nosuchunit", "--text", "x"),
+        ("recall", BANK, "q", "--budget", "-1"),
+    ):
+        d = run_cli("--home", str(direct), *args)
+        r = run_cli("--home", str(served), *args)
+        assert r == d and r[0] == 1 and r[2].startswith("engram: ")
+    # What cannot go through the owner says so, naming it, and changes nothing.
+    code, _, err = run_cli("--home", str(served), "export", BANK, str(served / "x.engram"))
+    assert code == 1 and server in err and "close the bank there first" in err
+
+
+def test_the_call_route_runs_only_bank_methods_and_never_reads_a_named_file(server):
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=server, headers=headers, timeout=60) as http:
+        call = f"/engram/v1/banks/{BANK}/call"
+        assert http.post(f"{call}/close", json={}).status_code == 404
+        assert http.post(f"{call}/export_snapshot", json={"args": ["/tmp/x"]}).status_code == 404
+        refused = http.post(f"{call}/ingest", json={"args": ["/etc/passwd"]})
+        assert refused.status_code == 400 and "Documents" in refused.json()["detail"]
+        bad = http.post(f"{call}/count", json={"args": [{"$t": "os:system", "v": "x"}]})
+        assert bad.status_code == 422
+        assert (
+            http.post(f"{call}/count", json={}, headers={"Authorization": "Bearer no"}).status_code
+            == 401
+        )
+
+
+def test_values_cross_the_wire_as_the_same_types(homes, server, token_env):
+    from core import Change, Kind
+    from core.server.client import decode, encode
+
+    with Engine(homes[1]) as engine:
+        bank = engine.open_bank(BANK)
+        result = bank.recall("Maya", budget_tokens=200)
+        units = bank.units(limit=5)
+    change = Change.of(added={Kind.UNIT: ["a", "b"]}, removed={Kind.ENTITY: ["c"]})
+    for value in (result, units, change, {"k": (1, 2.5, None)}, frozenset({"a"})):
+        assert decode(json.loads(json.dumps(encode(value)))) == value
