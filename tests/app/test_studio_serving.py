@@ -125,3 +125,18 @@ def test_render_the_status_bar_and_the_settings_box(qtbot, serving, tmp_path):
     qtbot.waitUntil(lambda: window.server.url in settings.serving.status.text())
     shots = Path(os.environ.get("ENGRAM_SHOTS", tmp_path))
     assert window.grab().save(str(shots / "studio-serving.png"))
+
+
+def test_switching_banks_serves_the_new_one_and_releases_the_old(qtbot, serving, engine):
+    window = serving
+    engine.create_bank("Other").close()
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=window.server.url, headers=headers, timeout=60) as http:
+        assert http.get("/engram/v1/banks/Other").status_code == 404  # not open: not served
+        window.open_bank("Other")
+        qtbot.waitUntil(lambda: window.state.bank is not None and window.state.bank.name == "Other")
+        wait_idle(qtbot, window.runner)
+        assert http.get("/engram/v1/banks/Other").status_code == 200
+        assert http.get("/engram/v1/banks/Live").status_code == 404
+    assert find_owner(engine.home, "Other").url == window.server.url
+    assert find_owner(engine.home, "Live") is None  # closed by the studio: free again
