@@ -57,10 +57,12 @@ class RemoteBank:
 
 
 def _unset(value: Any) -> bool:
-    """Bank's "not given" marker: left out, so the owner's method sees its default.
-    Only a caller that imported core.bank can hold it; this never imports it."""
-    bank_module = sys.modules.get("core.bank")
-    return bank_module is not None and value is getattr(bank_module, "UNSET", None)
+    """The engine's "not given" marker: left out, so the owner's method sees its
+    default. Looked up where it is defined, without importing anything."""
+    return any(
+        value is getattr(sys.modules.get(module), "UNSET", object())
+        for module in ("core.types", "core.bank")
+    )
 
 
 class OwnersModel:
@@ -96,6 +98,9 @@ class RemoteEngine:
 
     def language_model(self) -> OwnersModel:
         return OwnersModel()
+
+    def preload_embedder(self) -> None:
+        """Nothing to load here: the owner's model is already warm."""
 
     def open_bank(self, name: str) -> RemoteBank:
         if name != self.owner.bank:
