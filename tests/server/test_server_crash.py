@@ -67,6 +67,7 @@ def serve_until_killed(home, first: int, rng: random.Random, acknowledged: list[
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # 236 s measured at a load average of ~20 on 2 cores
 def test_sigkill_mid_retain_loses_nothing_acknowledged(tmp_path, embedder):
     home = tmp_path / "home"
     with Engine(home, embedder=embedder) as engine:
