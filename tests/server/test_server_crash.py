@@ -34,7 +34,9 @@ def retain_until_gone(url: str, first: int, acknowledged: list[int], stop: threa
         while not stop.is_set():
             item = {"content": text_of(n), "document_id": f"note-{n}", "strategy": "verbatim"}
             try:
-                r = http.post("/v1/default/banks/crash/memories", json={"items": [item]}, timeout=60)
+                r = http.post(
+                    "/v1/default/banks/crash/memories", json={"items": [item]}, timeout=60
+                )
             except httpx.HTTPError:
                 return  # the server is gone: this retain was not acknowledged
             if r.status_code == 200:
