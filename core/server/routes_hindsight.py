@@ -20,7 +20,7 @@ from core.server.operations import Operation, Operations
 from core.server.retain import check_request, retain
 from core.server.served import ServedBanks
 from core.server.version import ENGRAM_VERSION, HINDSIGHT_API_VERSION
-from core.types import BankNotFoundError, Disposition, Network, UnitStatus
+from core.types import BankNotFoundError, Disposition, EngramError, Network, UnitStatus
 
 router = APIRouter()
 unsupported = APIRouter()
@@ -103,6 +103,13 @@ def list_banks(
             bank = served.get(name)
         except BankNotFoundError:
             continue  # deleted meanwhile
+        except EngramError:  # held by another process: listed, not described
+            items.append(
+                m.BankListItem(
+                    bank_id=name, disposition=traits(Disposition()), created_at=created.get(name)
+                )
+            )
+            continue
         profile = bank.profile()
         items.append(
             m.BankListItem(

@@ -149,3 +149,14 @@ def test_no_cors(http):
     assert "access-control-allow-origin" not in preflight.headers
     r = http.get("/v1/default/banks", headers=origin)
     assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+
+
+def test_a_bank_another_process_holds_is_listed_and_409_when_used(served, http, bank_id):
+    """Listing banks opens each; one held elsewhere used to fail the whole listing."""
+    with Engine(served.engine.home) as elsewhere:
+        elsewhere.create_bank(bank_id)  # held open, its lock taken
+        r = http.get("/v1/default/banks")
+        assert r.status_code == 200, r.text
+        assert bank_id in [b["bank_id"] for b in r.json()["banks"]]
+        used = http.post(f"/v1/default/banks/{bank_id}/memories/recall", json={"query": "x"})
+        assert used.status_code == 409 and "another process" in used.json()["detail"]
