@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.bank import Bank
-from core.server.errors import DocumentConflict, not_supported, refuse
+from core.server.errors import DocumentConflict, RetainFailed, not_supported, refuse
 from core.server.models import MemoryItem, RetainRequest
 from core.types import Change, Document, Turn
 
@@ -106,6 +106,16 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
                 )
             replace(document.id)
     report = bank.ingest(list(documents), mode=mode)
+    failed = [d.id or d.title for d in report.documents if d.status == "failed"]
+    if failed:
+        # An answer of success here would lose the memory silently. Retrying is
+        # safe: the documents that were written are skipped the second time.
+        reasons = "; ".join(sorted({f.reason for f in report.failures})) or "no facts"
+        written = [d.id for d in report.documents if d.status != "failed"]
+        raise RetainFailed(
+            f"could not extract {', '.join(failed)} ({reasons}); nothing of it was "
+            f"written" + (f" (written: {', '.join(written)})" if written else "")
+        )
     summary = {
         "document_ids": [d.id for d in report.documents],
         "units_added": sum(report.facts.values()),
