@@ -1,7 +1,7 @@
 """Recall over HTTP against in-process `Bank.recall`, on a LoCoMo-sized bank.
 
-The bank is one LoCoMo development conversation (conv-26) retained in rules
-mode (~600 units), built once under benchmarks/out/. The same questions are
+The bank is LoCoMo development conversations retained in rules mode until it
+holds ~600 units (conv-26 and conv-30), built once under benchmarks/out/. The same questions are
 recalled in-process (the bank open here), then over HTTP from `engram serve`
 running as its own process (Hindsight's recall route, a keep-alive client).
 Both include the query's embedding; the budget is the same (1024 tokens,
@@ -31,8 +31,9 @@ from core import Engine, load_documents  # noqa: E402
 from tests.shared_data import LOCOMO_DEV  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "server_recall"
-BANK = "locomo-conv-26"
+BANK = "locomo-dev"
 BUDGET = 1024
+UNITS = 600
 
 
 def build(home: Path) -> None:
@@ -40,11 +41,14 @@ def build(home: Path) -> None:
         shutil.rmtree(home)
     with Engine(home) as engine:
         bank = engine.create_bank(BANK)
-        conversation = load_documents(LOCOMO_DEV, "locomo")[0]
         started = time.perf_counter()
-        report = bank.ingest(conversation, mode="rules")
+        turns = 0
+        for conversation in load_documents(LOCOMO_DEV, "locomo"):
+            turns += bank.ingest(conversation, mode="rules").turns
+            if bank.count() >= UNITS:
+                break
         print(
-            f"built {BANK}: {bank.count()} units from {report.turns} turns "
+            f"built {BANK}: {bank.count()} units from {turns} turns "
             f"in {time.perf_counter() - started:.0f} s",
             flush=True,
         )
