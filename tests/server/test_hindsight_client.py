@@ -138,6 +138,16 @@ def test_reflect_answers_from_memory(client, filled):
     assert answer.based_on and any("nurse" in f.text for f in answer.based_on.memories)
 
 
+def test_get_one_memory(client, filled):
+    first = client.list_memories(filled, search_query="Miso").items[0]
+    memory = run(client.memory.get_memory(filled, first.id))
+    assert memory["text"] == first.text and "Miso" in memory["entities"]
+    assert memory["source_turns"][0]["speaker"] == "Alice"
+    with pytest.raises(ApiException) as error:
+        run(client.memory.get_memory(filled, "no-such-memory"))
+    assert error.value.status == 404
+
+
 def test_list_memories_filters(client, filled):
     found = client.list_memories(filled, search_query="cello")
     assert found.total >= 1 and all("cello" in m.text.lower() for m in found.items)
