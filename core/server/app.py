@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
 from core.server import routes_cli, routes_engram, routes_hindsight
@@ -68,6 +69,7 @@ def create_app(
     if mcp_app is not None:
         # Mounted at the root, after every route: it answers `/mcp` only.
         app.mount("/", mcp_app)
+    app.openapi = lambda: _openapi(app)
     app.add_middleware(
         Guard,
         token=token,
@@ -75,6 +77,20 @@ def create_app(
         limits={routes_engram.SNAPSHOT_IMPORT_SUFFIX: max_snapshot_bytes},
     )
     return app
+
+
+def _openapi(app: FastAPI) -> dict:
+    """FastAPI's document, saying that every operation needs the bearer token."""
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        schema.setdefault("components", {})["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer"}
+        }
+        schema["security"] = [{"bearer": []}]
+        app.openapi_schema = schema
+    return app.openapi_schema
 
 
 async def _validation_error(_request, error: RequestValidationError) -> JSONResponse:

@@ -24,6 +24,10 @@ class DocumentConflict(EngramError):
     """A document id is taken by other content (answered 409)."""
 
 
+class RetainFailed(EngramError):
+    """No part of a document could be extracted: nothing of it was written (502)."""
+
+
 # Most specific first: the first class an error is an instance of decides.
 STATUS: list[tuple[type[Exception], int]] = [
     (BankNotFoundError, 404),
@@ -33,6 +37,7 @@ STATUS: list[tuple[type[Exception], int]] = [
     (EmbeddingMismatchError, 409),
     (InvalidInputError, 422),
     (SnapshotError, 422),
+    (RetainFailed, 502),
     (ReflectionError, 502),
     (LanguageModelError, 502),
     (EngramError, 400),

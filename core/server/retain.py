@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.bank import Bank
-from core.server.errors import DocumentConflict, not_supported, refuse
+from core.server.errors import DocumentConflict, RetainFailed, not_supported, refuse
 from core.server.models import MemoryItem, RetainRequest
 from core.types import Change, Document, Turn
 
@@ -92,10 +92,10 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
     """Ingest the request's items; the change and what was written. Call under the
     bank's lock."""
     documents = documents_of(request.items)
-    stored = {d.id: d for d in bank.documents()}
+    stored = _stored_hashes(bank, [d.id for d in documents if d.id])
     for document in documents:
         previous = stored.get(document.id) if document.id else None
-        if previous is not None and previous.content_hash != _hash(document):
+        if previous is not None and previous != _hash(document):
             # Hindsight replaces a document retained again under its id; Engram
             # can do that only once it can delete a document.
             replace = getattr(bank, "delete_document", None)
@@ -106,6 +106,16 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
                 )
             replace(document.id)
     report = bank.ingest(list(documents), mode=mode)
+    failed = [d.id or d.title for d in report.documents if d.status == "failed"]
+    if failed:
+        # An answer of success here would lose the memory silently. Retrying is
+        # safe: the documents that were written are skipped the second time.
+        reasons = "; ".join(sorted({f.reason for f in report.failures})) or "no facts"
+        written = [d.id for d in report.documents if d.status != "failed"]
+        raise RetainFailed(
+            f"could not extract {', '.join(failed)} ({reasons}); nothing of it was "
+            f"written" + (f" (written: {', '.join(written)})" if written else "")
+        )
     summary = {
         "document_ids": [d.id for d in report.documents],
         "units_added": sum(report.facts.values()),
@@ -113,6 +123,19 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
         "documents": [{"id": d.id, "status": d.status, "facts": d.facts} for d in report.documents],
     }
     return report.change, summary
+
+
+def _stored_hashes(bank: Bank, ids: list[str]) -> dict[str, str]:
+    """The content hash of each of these documents the bank holds (one indexed
+    lookup, not a listing of every document: retain runs once per message)."""
+    if not ids:
+        return {}
+    rows = (
+        bank.store.reader()
+        .execute("SELECT id, content_hash FROM documents WHERE id IN (SELECT unnest(?))", [ids])
+        .fetchall()
+    )
+    return dict(rows)
 
 
 def _hash(document: Document) -> str:

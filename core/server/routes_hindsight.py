@@ -20,7 +20,7 @@ from core.server.operations import Operation, Operations
 from core.server.retain import check_request, retain
 from core.server.served import ServedBanks
 from core.server.version import ENGRAM_VERSION, HINDSIGHT_API_VERSION
-from core.types import BankNotFoundError, Disposition, Network, UnitStatus
+from core.types import BankNotFoundError, Disposition, EngramError, Network, UnitStatus
 
 router = APIRouter()
 unsupported = APIRouter()
@@ -103,6 +103,13 @@ def list_banks(
             bank = served.get(name)
         except BankNotFoundError:
             continue  # deleted meanwhile
+        except EngramError:  # held by another process: listed, not described
+            items.append(
+                m.BankListItem(
+                    bank_id=name, disposition=traits(Disposition()), created_at=created.get(name)
+                )
+            )
+            continue
         profile = bank.profile()
         items.append(
             m.BankListItem(
@@ -567,25 +574,43 @@ def list_memories(
     total = bank.count(**filters)
     names = entity_names(bank, {e for u in units for e in u.entity_ids})
     return m.ListMemoryUnitsResponse(
-        items=[
-            m.MemoryUnitListItem(
-                id=u.id,
-                text=u.text,
-                date=iso(u.occurred_start or u.mentioned_at or u.created_at),
-                fact_type=str(u.network),
-                mentioned_at=iso(u.mentioned_at),
-                occurred_start=iso(u.occurred_start),
-                occurred_end=iso(u.occurred_end),
-                entities=", ".join(names[e] for e in u.entity_ids if e in names) or None,
-                state="invalidated" if u.status is UnitStatus.RETRACTED else "valid",
-                updated_at=iso(u.updated_at),
-            )
-            for u in units
-        ],
-        total=total,
-        limit=limit,
-        offset=offset,
+        items=[_memory_item(u, names) for u in units], total=total, limit=limit, offset=offset
     )
+
+
+def _memory_item(unit, names: dict[str, str]) -> m.MemoryUnitListItem:
+    return m.MemoryUnitListItem(
+        id=unit.id,
+        text=unit.text,
+        date=iso(unit.occurred_start or unit.mentioned_at or unit.created_at),
+        fact_type=str(unit.network),
+        mentioned_at=iso(unit.mentioned_at),
+        occurred_start=iso(unit.occurred_start),
+        occurred_end=iso(unit.occurred_end),
+        entities=", ".join(names[e] for e in unit.entity_ids if e in names) or None,
+        state="invalidated" if unit.status is UnitStatus.RETRACTED else "valid",
+        updated_at=iso(unit.updated_at),
+    )
+
+
+@router.get(BANK + "/memories/{memory_id}", tags=["Memory"])
+def get_memory(bank_id: str, memory_id: str, served: Served) -> dict[str, Any]:
+    """One unit with its entities and the turns it was drawn from."""
+    bank = served.get(bank_id)
+    try:
+        unit = bank.unit(memory_id)
+    except EngramError as error:
+        raise not_found(str(error)) from error
+    names = entity_names(bank, set(unit.entity_ids))
+    return {
+        **_memory_item(unit, names).model_dump(),
+        "entities": [names[e] for e in unit.entity_ids if e in names],
+        "confidence": unit.confidence,
+        "source_turns": [
+            {"id": t.id, "speaker": t.speaker, "text": t.text, "timestamp": iso(t.timestamp)}
+            for t in bank.provenance(memory_id)
+        ],
+    }
 
 
 # -- entities -------------------------------------------------------------------------

@@ -116,6 +116,27 @@ def test_retain_fields_are_kept(client, filled):
     assert dated and dated[0].occurred_start.startswith("2024-03-04") or dated[0].mentioned_at
 
 
+def test_a_document_id_keeps_its_content(client, filled):
+    """The same content again is a no-op; other content under a taken id is a 409
+    (Hindsight would replace the document; Engram needs Bank.delete_document)."""
+    before = client.list_memories(filled).total
+    items = [
+        {
+            "content": text,
+            "timestamp": when,
+            "context": "chat with Bob",
+            "metadata": {"speaker": who},
+        }
+        for who, text, when in CONVERSATION
+    ]
+    assert client.retain_batch(filled, items, document_id="chat-1").success
+    assert client.list_memories(filled).total == before
+    with pytest.raises(ApiException) as error:
+        client.retain(filled, "Something else entirely.", document_id="chat-1")
+    assert error.value.status == 409 and "Bank.delete_document" in error.value.body
+    assert client.list_memories(filled).total == before
+
+
 def test_retain_async_gives_an_operation_to_poll(client, bank_id):
     client.create_bank(bank_id)
     response = client.retain(
@@ -136,6 +157,16 @@ def test_reflect_answers_from_memory(client, filled):
     answer = client.reflect(filled, "What is Alice's job?", include_facts=True)
     assert answer.text
     assert answer.based_on and any("nurse" in f.text for f in answer.based_on.memories)
+
+
+def test_get_one_memory(client, filled):
+    first = client.list_memories(filled, search_query="Miso").items[0]
+    memory = run(client.memory.get_memory(filled, first.id))
+    assert memory["text"] == first.text and "Miso" in memory["entities"]
+    assert memory["source_turns"][0]["speaker"] == "Alice"
+    with pytest.raises(ApiException) as error:
+        run(client.memory.get_memory(filled, "no-such-memory"))
+    assert error.value.status == 404
 
 
 def test_list_memories_filters(client, filled):

@@ -149,3 +149,41 @@ def test_no_cors(http):
     assert "access-control-allow-origin" not in preflight.headers
     r = http.get("/v1/default/banks", headers=origin)
     assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+
+
+def test_a_bank_another_process_holds_is_listed_and_409_when_used(served, http, bank_id):
+    """Listing banks opens each; one held elsewhere used to fail the whole listing."""
+    with Engine(served.engine.home) as elsewhere:
+        elsewhere.create_bank(bank_id)  # held open, its lock taken
+        r = http.get("/v1/default/banks")
+        assert r.status_code == 200, r.text
+        assert bank_id in [b["bank_id"] for b in r.json()["banks"]]
+        used = http.post(f"/v1/default/banks/{bank_id}/memories/recall", json={"query": "x"})
+        assert used.status_code == 409 and "another process" in used.json()["detail"]
+
+
+def test_a_retain_the_model_cannot_extract_is_not_acknowledged(tmp_path, embedder, fake_ollama):
+    """The fake model answers every extraction with a 500: the retain used to
+    answer success with nothing written."""
+    from core import EngineSettings
+
+    with Engine(tmp_path, embedder=embedder) as engine:
+        engine.set_settings(
+            EngineSettings(ollama_host=fake_ollama.url, ollama_model=fake_ollama.models[0])
+        )
+        engine.create_bank("llm")
+        served = ServedBanks(engine, open_on_demand=True)
+        handle = start_server(served, "127.0.0.1", 0, TOKEN, mcp=False)
+        try:
+            r = httpx.post(
+                handle.url + "/v1/default/banks/llm/memories",
+                json={"items": [{"content": "Erin plays the oboe.", "strategy": "llm"}]},
+                headers={"Authorization": f"Bearer {TOKEN}"},
+                timeout=120,
+            )
+        finally:
+            handle.stop()
+            served.close()
+        assert r.status_code == 502, r.text
+        assert "nothing of it was written" in r.json()["detail"]
+        assert engine.open_bank("llm").count() == 0
