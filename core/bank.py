@@ -24,6 +24,7 @@ from core.store.units import (
     insert_units,
     select_units,
 )
+from core.text import has_surrogate
 from core.types import (
     BankProfile,
     Change,
@@ -158,6 +159,10 @@ class Bank:
         text = unit.text.strip() if isinstance(unit.text, str) else ""
         if not text:
             raise InvalidInputError("a unit needs non-empty text")
+        if "\x00" in text or has_surrogate(text):
+            raise InvalidInputError(
+                "a unit's text cannot hold NUL characters or lone UTF-16 surrogates"
+            )
         if len(text) > MAX_UNIT_CHARS:
             raise InvalidInputError(
                 f"a unit's text is limited to {MAX_UNIT_CHARS} characters (got {len(text)})"

@@ -190,8 +190,12 @@ class Engine:
         model, dim = self.embedding_spec
         store = BankStore(folder, name, model, dim)
         bank = Bank(self, folder, store)
-        # A purge killed after its commit still has old copies on disk to destroy.
-        finish_pending_purge(bank)
+        try:
+            # A purge killed after its commit still has old copies on disk to destroy.
+            finish_pending_purge(bank)
+        except BaseException:
+            store.abandon()  # a failed open keeps no lock, even in this process
+            raise
         self._open[folder] = bank
         return bank
 
@@ -226,8 +230,16 @@ class Engine:
         return Change.of(removed={Kind.BANK: [name]})
 
     def close(self) -> None:
+        """Close every open bank, all of them even when one close fails (the
+        first failure is raised after)."""
+        failure: BaseException | None = None
         for bank in list(self._open.values()):
-            bank.close()
+            try:
+                bank.close()
+            except Exception as error:  # noqa: BLE001 - re-raised below
+                failure = failure or error
+        if failure is not None:
+            raise failure
 
     def __enter__(self) -> Engine:
         return self

@@ -7,7 +7,7 @@ import argparse
 from datetime import datetime
 
 from core.bank import UNSET
-from core.cli.output import print_json, short_time
+from core.cli.output import count_arg, print_json, short_time
 from core.engine import Engine
 from core.types import Change, EngramError, Kind, Network
 
@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     audit = sub.add_parser("audit", help="the curation log: who did what, when")
     audit.add_argument("bank")
-    audit.add_argument("--limit", type=int, default=50)
+    audit.add_argument("--limit", type=count_arg(), default=50)
     audit.add_argument("--action")
     audit.add_argument("--target")
     audit.add_argument("--json", action="store_true")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.cli.output import print_json, progress_printer
+from core.cli.output import count_arg, print_json, progress_printer
 from core.engine import Engine
 
 
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     diff.add_argument("a", help="a .engram file or a bank name")
     diff.add_argument("b", help="a .engram file or a bank name")
-    diff.add_argument("--limit", type=int, default=50, help="lines per section")
+    diff.add_argument("--limit", type=count_arg(), default=50, help="lines per section")
     diff.add_argument("--json", action="store_true")
     diff.set_defaults(handler=diff_command)
 
