@@ -371,16 +371,29 @@ def _index(store: BankStore, progress: Progress | None, cancel: CancelToken | No
 
 def _commit(engine: Engine, temp: Path, token: str, name: str, existing: Path | None) -> Path:
     """Move the complete bank into place; the label written last is the commit."""
-    from core.engine import _slug, _write_label
+    with engine.reserving_names():
+        # Checked again under the names lock: another process may have taken the
+        # name (or replaced the bank) while this import was being built.
+        now = next((b.folder for b in engine.banks() if b.name == name), None)
+        if now != existing:
+            raise BankExistsError(
+                f"a bank named {name!r} was created while this import ran: import with"
+                " another name, or replace it"
+                if existing is None
+                else f"bank {name!r} was renamed or deleted while this import ran; nothing"
+                " was replaced"
+            )
+        return _move_into_place(engine, temp, token, name, existing)
+
+
+def _move_into_place(
+    engine: Engine, temp: Path, token: str, name: str, existing: Path | None
+) -> Path:
+    from core.engine import _write_label
 
     label = {"name": name, "created_at": utcnow().isoformat()}
     if existing is None:
-        slug = _slug(name)
-        folder = engine.banks_dir / slug
-        n = 2
-        while folder.exists():
-            folder = engine.banks_dir / f"{slug}-{n}"
-            n += 1
+        folder = engine.free_folder(name)
         os.rename(temp, folder)
         _fault("moved")
         try:
