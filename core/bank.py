@@ -498,8 +498,9 @@ class Bank:
         progress: Progress | None = None,
     ) -> Change:
         """Remove the entity and everything derived from it for good, from every
-        store and every old copy; its names are redacted from the stored turns.
-        THIS CANNOT BE UNDONE: it runs only with confirm=True."""
+        store of the bank and their old copies on disk; every name it had is
+        redacted where it was mentioned. Exported snapshots are outside the bank
+        and keep it (see `exports`). THIS CANNOT BE UNDONE: confirm=True."""
         from core.curate.purge import purge_entity
 
         return purge_entity(self, entity_id, confirm=confirm, actor=actor, progress=progress)
@@ -550,6 +551,13 @@ class Bank:
         from core.snapshot.export import export_snapshot
 
         return export_snapshot(self, path, progress, cancel)
+
+    def exports(self) -> list:
+        """Every file this bank was exported to (`ExportRecord`: path, time, units,
+        whether it still exists). A purge cannot reach them: they are outside the bank."""
+        from core.snapshot.export import known_exports
+
+        return known_exports(self)
 
     # -- integrity -----------------------------------------------------------
 

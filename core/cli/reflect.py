@@ -37,10 +37,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "bias}) side by side; commits nothing unless --keep names one",
     )
     p.add_argument(
-        "--keep", type=count_arg(minimum=1), metavar="N", help="with --compare: commit the N-th (1-based)"
+        "--keep",
+        type=count_arg(minimum=1),
+        metavar="N",
+        help="with --compare: commit the N-th (1-based)",
     )
     p.add_argument("--dry-run", action="store_true", help="answer, but keep nothing")
-    p.add_argument("--budget", type=count_arg(minimum=1), default=4096, help="token budget for recall (4096)")
+    p.add_argument(
+        "--budget", type=count_arg(minimum=1), default=4096, help="token budget for recall (4096)"
+    )
     p.add_argument("--json", action="store_true", help="print the reflection(s) as JSON")
     p.add_argument("--prompt", action="store_true", help="also print the system prompt")
     p.set_defaults(handler=run_reflect)

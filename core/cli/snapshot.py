@@ -25,6 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--quiet", action="store_true")
     imp.set_defaults(handler=import_bank)
 
+    known = sub.add_parser(
+        "snapshots",
+        help="the files a bank was exported to (a purge cannot reach them)",
+    )
+    known.add_argument("bank")
+    known.add_argument("--json", action="store_true")
+    known.set_defaults(handler=list_exports)
+
     diff = sub.add_parser(
         "diff", help="what changed between two snapshots, or a snapshot and a bank"
     )
@@ -42,6 +50,24 @@ def export_bank(args, engine: Engine) -> int:
     manifest = bank.export_snapshot(path, progress=progress)
     counts = ", ".join(f"{manifest.counts.get(t, 0)} {t}" for t in ("units", "entities", "links"))
     print(f"exported bank {bank.name!r} to {path} ({counts})")
+    return 0
+
+
+def list_exports(args, engine: Engine) -> int:
+    exports = engine.open_bank(args.bank).exports()
+    if args.json:
+        print_json([{**vars(e), "exists": e.exists} for e in exports])
+        return 0
+    if not exports:
+        print(f"bank {args.bank!r} has no recorded export")
+    for e in exports:
+        state = "" if e.exists else "  (file no longer there)"
+        print(f"{e.exported_at}  {e.units:>7} units  {e.path}{state}")
+    if exports:
+        print(
+            "These files are outside the bank: a purge does not reach them. Delete the ones"
+            " made before a purge, or export again."
+        )
     return 0
 
 

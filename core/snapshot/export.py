@@ -15,6 +15,7 @@ import json
 import os
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,10 @@ MEMORY_LIMIT = "64MB"
 # Work queues and history stay with the bank they belong to; the rest is memory.
 NOT_EXPORTED = frozenset({"jobs", "index_queue", "audit"})
 # Meta keys that describe this copy of the bank, not its memory.
-LOCAL_META = ("schema_version", "embedding", "purge_pending")
+LOCAL_META = ("schema_version", "embedding", "purge_pending", "exports")
+# Where this bank has been exported to (a purge cannot reach those files).
+EXPORTS_KEY = "exports"
+MAX_EXPORTS_KEPT = 1000
 
 
 def exporting_version() -> str:
@@ -123,7 +127,47 @@ def export_snapshot(
                 archive.write(folder / member.name, member.name)
         os.replace(partial, target)
         report(progress, len(members) + 1, len(members) + 1, f"wrote {target.name}")
+    _record_export(bank, target, manifest)
     return manifest
+
+
+@dataclass(frozen=True)
+class ExportRecord:
+    """One export of this bank: where the file went and when."""
+
+    path: str
+    exported_at: str
+    units: int
+
+    @property
+    def exists(self) -> bool:
+        return Path(self.path).is_file()
+
+
+def _record_export(bank: Bank, target: Path, manifest: Manifest) -> None:
+    """Remember the export in the bank, so a purge can say which files still hold
+    what it removes (they are outside the bank, beyond its reach)."""
+    entry = {
+        "path": str(target.resolve()),
+        "exported_at": manifest.created_at,
+        "units": manifest.counts.get("units", 0),
+    }
+    with bank.store.transaction() as tx:
+        kept = [e for e in bank.store.meta(EXPORTS_KEY, []) if e.get("path") != entry["path"]]
+        bank.store.set_meta(tx.con, EXPORTS_KEY, [*kept, entry][-MAX_EXPORTS_KEPT:])
+
+
+def known_exports(bank: Bank) -> list[ExportRecord]:
+    """Every export this bank recorded, oldest first (the file may be gone since)."""
+    out = []
+    for entry in bank.store.meta(EXPORTS_KEY, []):
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            out.append(
+                ExportRecord(
+                    entry["path"], str(entry.get("exported_at", "")), int(entry.get("units") or 0)
+                )
+            )
+    return out
 
 
 def _limit_memory(con) -> str | None:

@@ -75,9 +75,11 @@ def test_ingest_corpus(files, bank, name):
         assert "\r" not in turn.text
     report = bank.ingest(files[name], mode="verbatim")
     assert not report.failures
-    stored = bank.store.reader().execute(
-        "SELECT speaker, text FROM turns WHERE document_id = ?", [document.id]
-    ).fetchall()
+    stored = (
+        bank.store.reader()
+        .execute("SELECT speaker, text FROM turns WHERE document_id = ?", [document.id])
+        .fetchall()
+    )
     assert len(stored) == expect["turns"]
 
 

@@ -111,8 +111,7 @@ LLM_REPLIES: dict[str, tuple[str, dict]] = {
     "nested-deep": ("[" * 100_000 + "]" * 100_000, {"usable": False}),
     "nested-object": ('{"facts": ' + "[" * 5000 + "]" * 5000 + "}", {"usable": False}),
     "lone-surrogate-fact": (
-        '{"facts": [{"text": "Ann likes \\ud800 tea", "network": "world",'
-        ' "entities": ["Ann"]}]}',
+        '{"facts": [{"text": "Ann likes \\ud800 tea", "network": "world", "entities": ["Ann"]}]}',
         {"usable": True, "clean": True},
     ),
     "lone-surrogate-raw": (
