@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.config import bank_config
+from core.config import DEFAULTS, bank_config, stored_config
 from core.progress import CancelToken, Progress, check, report
 from core.store.bank_store import BankStore, utcnow
 from core.store.units import (
@@ -78,14 +78,42 @@ class Bank:
         return self.engine.bank_name(self.folder)
 
     def profile(self) -> BankProfile:
-        stored = self.store.meta("profile", {})
-        return BankProfile(
+        return self._read_profile()[0]
+
+    def profile_warnings(self) -> list[str]:
+        """What the stored profile holds that this version cannot use (an unknown
+        setting, a damaged value): ignored when read, dropped when saved again."""
+        return self._read_profile()[1]
+
+    def _read_profile(self) -> tuple[BankProfile, list[str]]:
+        stored, warnings = self._stored_profile()
+        config, config_warnings = stored_config(stored.get("config"))
+        warnings += config_warnings
+        try:
+            disposition = Disposition.from_dict(stored.get("disposition") or {})
+        except (TypeError, ValueError, AttributeError):
+            disposition = Disposition()
+            warnings.append("the stored disposition is damaged; the default is used")
+        text = {}
+        for key in ("background", "agent_name"):
+            value = stored.get(key, "")
+            text[key] = value if isinstance(value, str) else ""
+            if not isinstance(value, str):
+                warnings.append(f"the stored {key} is not text; it is ignored")
+        profile = BankProfile(
             name=self.name,
-            background=stored.get("background", ""),
-            agent_name=stored.get("agent_name", ""),
-            disposition=Disposition.from_dict(stored.get("disposition", {})),
-            config=bank_config(stored.get("config")),
+            background=text["background"],
+            agent_name=text["agent_name"],
+            disposition=disposition,
+            config=config,
         )
+        return profile, warnings
+
+    def _stored_profile(self) -> tuple[dict, list[str]]:
+        stored = self.store.meta("profile", {})
+        if isinstance(stored, dict):
+            return dict(stored), []
+        return {}, [f"the stored profile is not a table ({type(stored).__name__}); it is ignored"]
 
     def set_profile(
         self,
@@ -95,7 +123,7 @@ class Bank:
         disposition: Disposition | None = None,
         config: dict[str, Any] | None = None,
     ) -> Change:
-        stored = dict(self.store.meta("profile", {}))
+        stored, _ = self._stored_profile()
         if background is not None:
             stored["background"] = background
         if agent_name is not None:
@@ -103,9 +131,17 @@ class Bank:
         if disposition is not None:
             stored["disposition"] = disposition.to_dict()
         if config is not None:
-            merged = {**stored.get("config", {}), **config}
-            bank_config(merged)  # raises on unknown keys or bad values
-            stored["config"] = merged
+            # The new values: raises on unknown keys or bad values (None resets a key).
+            bank_config({k: v for k, v in config.items() if v is not None})
+            # What is stored already and cannot be used (an unknown key) is dropped:
+            # saving a config is how such a profile is fixed.
+            kept = stored.get("config")
+            kept = {
+                k: v
+                for k, v in (kept.items() if isinstance(kept, dict) else ())
+                if k in DEFAULTS and not stored_config({k: v})[1]
+            }
+            stored["config"] = {k: v for k, v in {**kept, **config}.items() if v is not None}
         with self.store.transaction() as tx:
             self.store.set_meta(tx.con, "profile", stored)
         return Change.of(updated={Kind.PROFILE: [self.name]})

@@ -37,8 +37,8 @@ from core.types import (
 )
 
 LABEL = "bank.json"
-# In the banks folder: held while a name is checked and taken.
-NAMES_LOCK = ".names.lock"
+# Beside the banks folder (not in it: it is no bank): held while a name is taken.
+NAMES_LOCK = "bank-names.lock"
 NAMES_LOCK_TIMEOUT = 30.0
 MAX_NAME = 100
 # The default embedding model's identity is known without loading it, so
@@ -179,7 +179,7 @@ class Engine:
         """Held while a bank name is checked and taken (create, import, rename,
         delete): two processes creating "dup" at once get one bank and one
         BankExistsError, never "dup" and "dup-2"."""
-        return FileLock(self.banks_dir / NAMES_LOCK, timeout=NAMES_LOCK_TIMEOUT)
+        return FileLock(self.home / NAMES_LOCK, timeout=NAMES_LOCK_TIMEOUT)
 
     def check_name_free(self, name: str) -> None:
         """Raise BankExistsError if a bank has `name` (hold `names_lock` to rely on it)."""

@@ -31,7 +31,11 @@ if TYPE_CHECKING:
     from core.bank import Bank
 
 BATCH_ROWS = 2048
-MEMORY_LIMIT = "64MB"
+MEMORY_LIMIT_BYTES = 64 << 20
+VECTOR_ROWS = 2048  # DuckDB's vector size
+# A batch is sized by bytes, not rows: 2,048 turns of 45,000 characters are
+# 90 MB, more than MEMORY_LIMIT (DuckDB's OutOfMemoryException).
+BATCH_BYTES = 4 << 20
 # Work queues and history stay with the bank they belong to; the rest is memory.
 NOT_EXPORTED = frozenset({"jobs", "index_queue", "audit"})
 # Meta keys that describe this copy of the bank, not its memory.
@@ -83,14 +87,16 @@ def export_snapshot(
         folder = Path(tmp)
         members: dict[str, Member] = {}
         counts: dict[str, int] = {}
-        previous_limit = _limit_memory(con)
         con.execute("BEGIN TRANSACTION")
+        previous_limit = None
         try:
             tables = exported_tables(con)
+            largest = {t: largest_row(con, t) for t in tables}
+            previous_limit = _limit_memory(con, max(largest.values(), default=0))
             for n, table in enumerate(tables):
                 check(cancel)
                 file = folder / f"{table}.parquet"
-                rows = _write_table(con, table, file, cancel)
+                rows = _write_table(con, table, file, largest[table], cancel)
                 members[file.name] = Member(
                     table=table,
                     name=file.name,
@@ -170,22 +176,55 @@ def known_exports(bank: Bank) -> list[ExportRecord]:
     return out
 
 
-def _limit_memory(con) -> str | None:
-    """Cap DuckDB's block cache while the tables stream out (it would otherwise keep
-    every block it read, the whole bank); returns the limit to restore."""
+def memory_for_rows(largest_row: int) -> str:
+    """A DuckDB memory limit that caps its block cache (it would otherwise keep every
+    block it read, the whole bank) yet fits one vector of the largest rows: DuckDB
+    scans 2,048 rows at a time whatever their size."""
+    return memory_for_bytes(VECTOR_ROWS * max(largest_row, 0))
+
+
+def memory_for_bytes(vector_bytes: int) -> str:
+    """A DuckDB memory limit for scans whose largest vector holds `vector_bytes`."""
+    needed = 3 * max(vector_bytes, 0) + (32 << 20)
+    return f"{max(MEMORY_LIMIT_BYTES, needed) >> 20}MB"
+
+
+def _limit_memory(con, largest_row: int) -> str | None:
+    """Cap DuckDB's memory while the tables stream out; returns the limit to restore."""
     try:
         previous = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        con.execute(f"SET memory_limit = '{memory_for_rows(largest_row)}'")
         return previous
     except duckdb.Error:
         return None
 
 
-def _write_table(con, table: str, file: Path, cancel: CancelToken | None) -> int:
+def largest_row(con, table: str) -> int:
+    """About how many bytes the table's largest row holds."""
+    sizes = []
+    for column, kind in con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name ="
+        " current_database() AND schema_name = 'main' AND table_name = ?",
+        [table],
+    ).fetchall():
+        if kind in ("VARCHAR", "JSON"):
+            sizes.append(f"coalesce(strlen({column}::VARCHAR), 0)")
+        elif kind.endswith("[]"):
+            # A list's elements, 8 bytes at most each, plus each string's bytes.
+            text = "strlen(array_to_string({c}, ''))" if kind == "VARCHAR[]" else "0"
+            sizes.append(f"coalesce(8 * len({column}) + {text.format(c=column)}, 0)")
+        else:
+            sizes.append("8")
+    largest = con.execute(f"SELECT max({' + '.join(sizes) or '8'}) FROM {table}").fetchall()
+    return int(largest[0][0] or 0)
+
+
+def _write_table(con, table: str, file: Path, largest: int, cancel: CancelToken | None) -> int:
     where = ""
     if table == "meta":
         where = " WHERE key NOT IN (" + ", ".join(f"'{k}'" for k in LOCAL_META) + ")"
-    reader = con.sql(f"SELECT * FROM {table}{where}").to_arrow_reader(BATCH_ROWS)
+    rows_per_batch = max(1, min(BATCH_ROWS, BATCH_BYTES // max(largest, 1)))
+    reader = con.sql(f"SELECT * FROM {table}{where}").to_arrow_reader(rows_per_batch)
     rows = 0
     try:
         with pq.ParquetWriter(file, reader.schema, compression="zstd") as writer:
