@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import zipfile
@@ -25,11 +26,14 @@ import pyarrow.parquet as pq
 from core.progress import CancelToken, Progress, check, report
 from core.snapshot.archive import FORMAT_VERSION, MANIFEST, Manifest, Member
 from core.store.bank_store import utcnow
+from core.store.failures import is_storage_failure, storage_error
 from core.store.schema import SCHEMA_VERSION
+from core.types import EngramError
 
 if TYPE_CHECKING:
     from core.bank import Bank
 
+log = logging.getLogger(__name__)
 BATCH_ROWS = 2048
 MEMORY_LIMIT_BYTES = 64 << 20
 VECTOR_ROWS = 2048  # DuckDB's vector size
@@ -79,8 +83,24 @@ def export_snapshot(
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
 ) -> Manifest:
-    """Write the bank to `path` (a `.engram` zip); returns its manifest."""
-    target = Path(path)
+    """Write the bank to `path` (a `.engram` zip); returns its manifest. A disk that
+    refuses the writes ends in a StorageError: no file is left under `path`."""
+    try:
+        return _export(bank, Path(path), progress, cancel)
+    except EngramError:
+        raise
+    except Exception as error:
+        if not is_storage_failure(error):
+            raise
+        raise storage_error(
+            error, f"no snapshot was written to {path}; the bank is unchanged"
+        ) from error
+
+
+def _export(
+    bank: Bank, target: Path, progress: Progress | None, cancel: CancelToken | None
+) -> Manifest:
+    """See export_snapshot."""
     target.parent.mkdir(parents=True, exist_ok=True)
     con = bank.store.reader()
     with tempfile.TemporaryDirectory(prefix=".engram-export-", dir=target.parent) as tmp:
@@ -158,9 +178,13 @@ def _record_export(bank: Bank, target: Path, manifest: Manifest) -> None:
         "exported_at": manifest.created_at,
         "units": manifest.counts.get("units", 0),
     }
-    with bank.store.transaction() as tx:
-        kept = [e for e in bank.store.meta(EXPORTS_KEY, []) if e.get("path") != entry["path"]]
-        bank.store.set_meta(tx.con, EXPORTS_KEY, [*kept, entry][-MAX_EXPORTS_KEPT:])
+    try:
+        with bank.store.transaction() as tx:
+            kept = [e for e in bank.store.meta(EXPORTS_KEY, []) if e.get("path") != entry["path"]]
+            bank.store.set_meta(tx.con, EXPORTS_KEY, [*kept, entry][-MAX_EXPORTS_KEPT:])
+    except EngramError as error:
+        # The snapshot is complete; only the note of where it went is missing.
+        log.warning("exported to %s, but the bank could not note it: %s", target, error)
 
 
 def known_exports(bank: Bank) -> list[ExportRecord]:

@@ -43,9 +43,10 @@ from core.snapshot.archive import (
 from core.snapshot.export import LOCAL_META, NOT_EXPORTED, memory_for_bytes
 from core.snapshot.validate import validate_tables
 from core.store.bank_store import BankStore, utcnow
+from core.store.failures import is_storage_failure, storage_error
 from core.store.filters import sql_string
 from core.store.lock import LOCK_NAME, BankLock
-from core.types import BankExistsError, new_id
+from core.types import BankExistsError, EngramError, new_id
 
 if TYPE_CHECKING:
     from core.bank import Bank
@@ -56,6 +57,7 @@ REPLACED_PREFIX = ".replaced-"
 IMPORT_LOCK = "import.lock"
 STAGING = ".snapshot"
 BATCH_ROWS = 8192
+IMPORT_NOT_DONE = "the import stopped; no bank was created or replaced"
 # Tables with more data than this load a batch (about BATCH_BYTES) per commit,
 # with a checkpoint every CHECKPOINT_BYTES: one INSERT of 90 MB of turns failed
 # its commit under the import's memory limit.
@@ -171,6 +173,24 @@ def import_snapshot(
     an existing name is refused. A snapshot embedded with another model is
     re-embedded with this engine's. Any problem raises `SnapshotError` (an
     `EngramError`) and leaves every bank as it was."""
+    try:
+        return _import(engine, path, name, replace, progress, cancel)
+    except EngramError:
+        raise
+    except Exception as error:
+        if not is_storage_failure(error):
+            raise
+        raise storage_error(error, IMPORT_NOT_DONE) from error
+
+
+def _import(
+    engine: Engine,
+    path: str | Path,
+    name: str | None,
+    replace: bool,
+    progress: Progress | None,
+    cancel: CancelToken | None,
+) -> Bank:
     from core.engine import validate_bank_name
 
     columns = schema_columns()
@@ -308,6 +328,8 @@ def _load_table(
     except SnapshotError:
         raise
     except (duckdb.Error, pa.ArrowException, OSError, ValueError, TypeError) as error:
+        if is_storage_failure(error) and not isinstance(error, duckdb.OutOfMemoryException):
+            raise storage_error(error, IMPORT_NOT_DONE) from error
         raise SnapshotError(f"{file.name} cannot be loaded ({error})") from None
     if loaded != expected:
         raise SnapshotError(
