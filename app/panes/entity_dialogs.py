@@ -233,8 +233,8 @@ class PurgeEntityDialog(QDialog):
             self.redactions = QPlainTextEdit("\n".join(str(r) for r in redactions))
             self.redactions.setReadOnly(True)
             self.redactions.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-            self.redactions.setMaximumHeight(160)
-            layout.addWidget(self.redactions)
+            self.redactions.setMinimumHeight(120)
+            layout.addWidget(self.redactions, 1)  # the list takes the room, not the labels
         present = [e for e in exports or [] if getattr(e, "exists", False)]
         snapshots = QLabel(
             "<b>Exported snapshots are outside the bank.</b> A purge does not touch them, and"

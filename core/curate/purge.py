@@ -77,7 +77,7 @@ def purge_entity(
     matcher = NameMatcher(names_ever(con, entity_id))
     # Units that name the entity without mentioning it keep their place, not its name;
     # re-embedded before the transaction (the model is slow).
-    ahead = plan_redactions(con, matcher, purged)
+    ahead = plan_redactions(con, matcher, purged, entity_id)
     embedded = _embedded(bank, ahead.units)
     report(progress, 1, 4, "removing from DuckDB")
     neighbours = (entities_of(con, purged) | entities_of(con, list(ahead.units))) - {entity_id}
@@ -85,7 +85,7 @@ def purge_entity(
         c = tx.con
         bank.store.set_meta(c, PENDING_KEY, True)
         # Planned again inside the transaction: exactly what stays at this moment.
-        plan = plan_redactions(c, matcher, purged)
+        plan = plan_redactions(c, matcher, purged, entity_id)
         delete_unit_rows(c, purged)
         c.execute("DELETE FROM mentions WHERE entity_id = ?", [entity_id])
         c.execute("DELETE FROM links WHERE entity_id = ?", [entity_id])

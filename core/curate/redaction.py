@@ -239,27 +239,52 @@ class RedactionPlan:
         return sum(1 for t, _ in self.updates if t == table)
 
 
+# Rows the purge deletes (they go whole, so they are not redacted): $e is the
+# entity, $u its units.
+GOING = {
+    "units": "id IN (SELECT unnest($u))",
+    "mentions": "entity_id = $e OR unit_id IN (SELECT unnest($u))",
+    "links": "entity_id = $e OR source IN (SELECT unnest($u)) OR target IN (SELECT unnest($u))",
+    "opinion_events": "opinion_id IN (SELECT unnest($u))",
+    "observations": "entity_id = $e OR unit_id IN (SELECT unnest($u))",
+    "observation_sources": "observation_id IN (SELECT unnest($u))"
+    " OR unit_id IN (SELECT unnest($u))",
+    "entity_decisions": "entity_id = $e OR candidate_id = $e",
+    "jobs": "target = $e",
+}
+
+
 def plan_redactions(
-    con: duckdb.DuckDBPyConnection, matcher: NameMatcher, purged_units: Sequence[str]
+    con: duckdb.DuckDBPyConnection,
+    matcher: NameMatcher,
+    purged_units: Sequence[str],
+    entity_id: str = "",
 ) -> RedactionPlan:
     """Every text that stays and names the entity, with its redacted value."""
     plan = RedactionPlan(matcher, {}, [], {})
     if not matcher:
         return plan
-    purged = set(purged_units)
     for table, cols in _text_columns(con).items():
         label = _ROW_LABEL.get(table)
+        needles = matcher.first_tokens
         likes = " OR ".join(
-            f"CAST({c} AS VARCHAR) ILIKE ? ESCAPE '\\'" for c, _ in cols for _ in _needles(matcher)
+            f"CAST({c} AS VARCHAR) ILIKE $n{i} ESCAPE '\\'"
+            for c, _ in cols
+            for i in range(len(needles))
         )
-        params = [_like(n) for _ in cols for n in _needles(matcher)]
+        params: dict[str, object] = {f"n{i}": _like(n) for i, n in enumerate(needles)}
+        going = GOING.get(table)
+        if going:
+            params |= {
+                k: v for k, v in (("e", entity_id), ("u", list(purged_units))) if f"${k}" in going
+            }
         select = ", ".join(c for c, _ in cols)
         rows = con.execute(
-            f"SELECT rowid, {label or 'rowid'}, {select} FROM {table} WHERE {likes}", params
+            f"SELECT rowid, {label or 'rowid'}, {select} FROM {table} WHERE ({likes})"
+            + (f" AND NOT ({going})" if going else ""),
+            params,
         ).fetchall()
         for rowid, ident, *values in rows:
-            if table == "units" and ident in purged:
-                continue
             changed: dict[str, object] = {}
             for (column, kind), value in zip(cols, values, strict=True):
                 new, contexts = _redacted(value, kind, matcher)
@@ -283,11 +308,6 @@ def apply_plan(con: duckdb.DuckDBPyConnection, plan: RedactionPlan) -> None:
             con.execute(
                 f"UPDATE {table} SET {assignments} WHERE rowid = ?", [*columns.values(), rowid]
             )
-
-
-def _needles(matcher: NameMatcher) -> list[str]:
-    """Substrings that every occurrence contains (DuckDB narrows on them)."""
-    return matcher.first_tokens
 
 
 def _like(needle: str) -> str:

@@ -80,7 +80,7 @@ def retract_preview(bank: Bank, entity_id: str) -> RetractPreview:
         "SELECT count(*) FROM opinion_events WHERE opinion_id IN (SELECT unnest(?))", [unit_ids]
     ).fetchall()[0][0]
     # What a purge would blank, occurrence by occurrence (a retract blanks nothing).
-    plan = plan_redactions(con, NameMatcher(names_ever(con, entity_id)), unit_ids)
+    plan = plan_redactions(con, NameMatcher(names_ever(con, entity_id)), unit_ids, entity_id)
     facts = by_network.get(str(Network.WORLD), 0) + by_network.get(str(Network.EXPERIENCE), 0)
     return RetractPreview(
         entity_id=entity.id,

@@ -215,3 +215,37 @@ def test_any_bytes_parse_or_are_refused_clearly(data):
             for turn in document.turns:
                 assert _clean(turn.text) and _clean(turn.speaker)
                 turn.text.encode("utf-8")
+
+
+# -- command lines -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv", corpus.CLI_USAGE, ids=lambda a: " ".join(a).encode("utf-8", "backslashreplace").decode()
+)
+def test_cli_arguments_are_validated_in_the_parser(tmp_path, capsys, argv):
+    """`memories list --limit -1`, `--order bogus`, a non-UTF-8 byte…: tracebacks once."""
+    from core.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--home", str(tmp_path / "home"), *argv])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("engram") and "error:" in err[-1], err
+    assert "Traceback" not in "\n".join(err)
+    assert not (tmp_path / "home").exists()  # refused before any bank was touched
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=-(10**30), max_value=10**30))
+def test_any_limit_is_taken_or_refused_by_the_parser(value):
+    import argparse
+
+    from core.cli.output import MAX_COUNT, count_arg
+
+    parse = count_arg()
+    if 0 <= value <= MAX_COUNT:
+        assert parse(str(value)) == value
+    else:
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse(str(value))
