@@ -17,7 +17,7 @@ from core.text import has_surrogate, printable
 from core.types import EngramError
 
 # Command-group modules under core.cli, in the order `engram --help` lists them.
-COMMAND_MODULES = ["banks", "ingest", "recall", "reflect", "curate", "snapshot"]
+COMMAND_MODULES = ["banks", "ingest", "recall", "reflect", "curate", "snapshot", "serve"]
 
 
 def build_parser() -> argparse.ArgumentParser:
