@@ -289,8 +289,10 @@ class BankLockedError(EngramError):
         # The owner's lock record: pid, host and, when it serves the bank, url and token_file.
         self.owner = owner or {}
         where = f" on {host}" if host else ""
+        # An owner caught between taking the lock and writing its PID has none yet.
+        who = f" (PID {pid}{where})" if pid > 0 else where
         served = f", which serves it at {self.owner['url']}" if self.owner.get("url") else ""
-        super().__init__(f"bank {bank!r} is open in another process (PID {pid}{where}){served}")
+        super().__init__(f"bank {bank!r} is open in another process{who}{served}")
 
 
 class BankNotFoundError(EngramError):
@@ -311,3 +313,8 @@ class InvalidInputError(EngramError):
 
 class CancelledError(EngramError):
     pass
+
+
+class StorageError(EngramError):
+    """The disk refused a write (full, read-only, failing): the message says what
+    was saved and what was not."""
