@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from core.curate.audit import check_actor, record
+from core.curate.derived import mention_units, observation_pairs, reconcile, rewritten_units
 from core.curate.jobs import queue_observations
 from core.curate.rows import Scope, capture, change_of, diff
 from core.types import Change, EngramError, Kind, UnitStatus
@@ -44,6 +45,7 @@ def run_action(
     check_actor(actor)
     with bank.store.transaction() as tx:
         before = capture(tx.con, scope)
+        pairs = observation_pairs(tx.con, scope.units)
         outcome = body(tx)
         after = capture(tx.con, scope)
         back, forward = diff(tx.con, before, after)
@@ -59,8 +61,10 @@ def run_action(
             rows=(back, forward),
         )
         jobs = queue_observations(tx.con, outcome.observe)
-        tx.touch(sorted(touched_units(back, forward)))
-    return change_of(back, forward) | Change.of(added={Kind.JOB: jobs})
+        moved = touched_units(back, forward) | mention_units(back, forward)
+        derived = reconcile(tx.con, moved, rewritten=rewritten_units(forward), pairs_before=pairs)
+        tx.touch(sorted(touched_units(back, forward) | set(derived.units)))
+    return change_of(back, forward) | Change.of(added={Kind.JOB: jobs}) | derived.change()
 
 
 def touched_units(back: Mapping[str, Any], forward: Mapping[str, Any]) -> set[str]:

@@ -34,6 +34,7 @@ from core.curate.action import (
     units_mentioning,
 )
 from core.curate.audit import PURGE, check_actor, record, scrub
+from core.curate.derived import observation_pairs, reconcile
 from core.curate.jobs import queue_observations
 from core.curate.retract import matching_rows, redaction_names, redaction_pattern, retract_preview
 from core.progress import Progress, report
@@ -94,6 +95,7 @@ def purge_entity(
     neighbours = (entities_of(con, purged) | entities_of(con, ids)) - {entity_id}
     with bank.store.transaction() as tx:
         c = tx.con
+        pairs = observation_pairs(c, [*purged, *ids])
         bank.store.set_meta(c, PENDING_KEY, True)
         delete_unit_rows(c, purged)
         c.execute("DELETE FROM mentions WHERE entity_id = ?", [entity_id])
@@ -135,9 +137,10 @@ def purge_entity(
             after={"purged": True},
         )
         jobs = queue_observations(c, neighbours)
-        tx.touch([*purged, *ids])
+        derived = reconcile(c, [*purged, *ids], rewritten=ids, pairs_before=pairs)
+        tx.touch([*purged, *ids, *derived.units])
     _finish(bank, progress)
-    return Change.of(
+    return derived.change() | Change.of(
         removed={Kind.UNIT: purged, Kind.ENTITY: [entity_id]},
         updated={Kind.UNIT: ids, Kind.ENTITY: neighbours, Kind.DOCUMENT: ["*"] if turns else []},
         added={Kind.JOB: jobs},
