@@ -226,6 +226,44 @@ class Bank:
 
         return delete_units(self, unit_ids, actor=actor)
 
+    def add_memory(
+        self,
+        text: str,
+        *,
+        network: Network | str = Network.WORLD,
+        occurred_start: datetime | None = None,
+        occurred_end: datetime | None = None,
+        confidence: float | None = None,
+        entity_ids: Sequence[str] = (),
+        actor: str = "user",
+    ) -> Change:
+        """Add one memory by hand (embedded, indexed, linked); audited, undoable.
+        Its id is in `change.added[Kind.UNIT]`."""
+        from core.curate.memories import add_memory
+
+        return add_memory(
+            self,
+            text,
+            network=network,
+            occurred_start=occurred_start,
+            occurred_end=occurred_end,
+            confidence=confidence,
+            entity_ids=entity_ids,
+            actor=actor,
+        )
+
+    def hide_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+        """Hide facts from recall, reflect and the default views without deleting
+        them (what was derived from them follows); audited, undoable."""
+        from core.curate.memories import set_hidden
+
+        return set_hidden(self, unit_ids, True, actor=actor)
+
+    def unhide_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+        from core.curate.memories import set_hidden
+
+        return set_hidden(self, unit_ids, False, actor=actor)
+
     # -- retain (core/retain) ------------------------------------------------
 
     def ingest(

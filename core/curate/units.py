@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from core.bank import UNSET
 from core.curate.action import Outcome, delete_unit_rows, entities_of, run_action
+from core.curate.memories import confidence_event
 from core.curate.relink import relink_units
+from core.retain.opinions import write_events
 from core.curate.rows import Scope
 from core.store.bank_store import utcnow
 from core.store.units import insert_mentions
@@ -104,8 +106,21 @@ def edit_unit(
     old_entities = set(current.entity_ids)
     involved = old_entities | set(new_entities or ())
 
+    # A confidence set by hand is a step in the opinion's history, with its reason.
+    is_opinion = Network(fields.get("network", current.network)) is Network.OPINION
+    confidence_moved = "confidence" in fields and fields["confidence"] is not None and is_opinion
+
     def body(tx) -> Outcome:
         fields["updated_at"] = utcnow()
+        if confidence_moved:
+            write_events(
+                tx.con,
+                [
+                    confidence_event(
+                        unit_id, current.confidence, fields["confidence"], actor, fields["updated_at"]
+                    )
+                ],
+            )
         assignments = ", ".join(f"{column} = ?" for column in fields)
         tx.con.execute(f"UPDATE units SET {assignments} WHERE id = ?", [*fields.values(), unit_id])
         if new_entities is not None:
