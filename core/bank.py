@@ -39,6 +39,7 @@ from core.types import (
 
 if TYPE_CHECKING:
     from core.curate.audit import AuditEntry
+    from core.curate.documents import DocumentPreview
     from core.curate.retract import RetractPreview
     from core.engine import Engine
     from core.providers.llm import LanguageModel
@@ -307,6 +308,39 @@ class Bank:
         from core.retain.documents import list_documents
 
         return list_documents(self.store.reader())
+
+    def document_preview(self, document_id: str) -> DocumentPreview:
+        """What `delete_document` would remove (each unit listed) and change."""
+        from core.curate.documents import document_preview
+
+        return document_preview(self, document_id)
+
+    def delete_document(self, document_id: str, *, actor: str = "user") -> Change:
+        """Delete an ingested document with everything derived only from it: its
+        turns, the units extracted from it (mentions, links), opinion steps it was
+        evidence for (those opinions' confidence replayed), entities only it
+        mentioned; observations that quoted it are rebuilt. Audited, undoable."""
+        from core.curate.documents import delete_document
+
+        return delete_document(self, document_id, actor=actor)
+
+    def reingest_document(
+        self,
+        document_id: str,
+        mode: str = "auto",
+        *,
+        progress: Progress | None = None,
+        cancel: CancelToken | None = None,
+        llm: LanguageModel | None = None,
+    ) -> IngestReport:
+        """Extract a stored document again from its stored turns (replacing what
+        its last ingest wrote, in one transaction). Retain, not curation: not undoable."""
+        from core.retain.documents import stored_document
+
+        document = stored_document(self.store.reader(), document_id)
+        return self.ingest(
+            document, mode=mode, force=True, progress=progress, cancel=cancel, llm=llm
+        )
 
     def turns(self, document_id: str) -> list[Turn]:
         from core.retain.documents import document_turns

@@ -15,7 +15,16 @@ from collections.abc import Sequence
 from core.types import EngramError
 
 # Command-group modules under core.cli, in the order `engram --help` lists them.
-COMMAND_MODULES = ["banks", "ingest", "recall", "reflect", "curate", "snapshot"]
+COMMAND_MODULES = [
+    "banks",
+    "ingest",
+    "recall",
+    "reflect",
+    "curate",
+    "documents",
+    "jobs",
+    "snapshot",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

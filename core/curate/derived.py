@@ -126,9 +126,7 @@ def reconcile(
 def rewritten_units(forward: Mapping[str, Any]) -> set[str]:
     """Units whose text an audited delta side changed."""
     return {
-        key[0]
-        for key, columns in forward.get("units", {}).get("changed", [])
-        if "text" in columns
+        key[0] for key, columns in forward.get("units", {}).get("changed", []) if "text" in columns
     }
 
 

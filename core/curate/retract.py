@@ -32,6 +32,29 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class PreviewFact:
+    """One unit an action would hide or remove, as a confirm dialog lists it."""
+
+    id: str
+    network: str
+    text: str
+    status: str = "active"
+
+
+def preview_facts(
+    con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str]
+) -> tuple[PreviewFact, ...]:
+    """The units, facts first (world, experience, opinion, observation), oldest first."""
+    rows = con.execute(
+        "SELECT id, network, text, status FROM units WHERE id IN (SELECT unnest(?))"
+        " ORDER BY CASE network WHEN 'world' THEN 0 WHEN 'experience' THEN 1"
+        " WHEN 'opinion' THEN 2 ELSE 3 END, occurred_start NULLS LAST, id",
+        [list(unit_ids)],
+    ).fetchall()
+    return tuple(PreviewFact(*r) for r in rows)
+
+
+@dataclass(frozen=True)
 class RetractPreview:
     """What retracting (or purging) an entity touches."""
 
@@ -48,6 +71,10 @@ class RetractPreview:
     # Only a purge touches these: text naming the entity is redacted.
     turns_to_redact: int = 0
     units_to_redact: int = 0  # units that name it without mentioning it
+    # Every unit it hides (or a purge removes), for a person to read before confirming.
+    facts: tuple[PreviewFact, ...] = ()
+    # Entities whose observations quote some of those facts and are rebuilt.
+    rebuilt: tuple[str, ...] = ()
 
     @property
     def total_units(self) -> int:
@@ -145,6 +172,15 @@ def retract_preview(bank: Bank, entity_id: str) -> RetractPreview:
         unit_ids=tuple(unit_ids),
         turns_to_redact=turns_to_redact,
         units_to_redact=units_to_redact,
+        facts=preview_facts(con, unit_ids),
+        rebuilt=tuple(
+            r[0]
+            for r in con.execute(
+                "SELECT name FROM entities WHERE id IN (SELECT unnest(?)) AND status = 'active'"
+                " ORDER BY lower(name)",
+                [sorted(entities_of(con, unit_ids) - {entity_id})],
+            ).fetchall()
+        ),
     )
 
 

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from core.curate.audit import REDO, UNDO, check_actor, load_rows, record, stacks
 from core.curate.action import entities_of, touched_units
+from core.curate.audit import REDO, UNDO, check_actor, load_rows, record, stacks
 from core.curate.derived import mention_units, observation_pairs, reconcile, rewritten_units
 from core.curate.jobs import queue_observations
 from core.curate.rows import apply, change_of
@@ -52,7 +52,6 @@ def _step(bank: Bank, *, redo: bool, actor: str) -> Change:
         derived = reconcile(tx.con, moved, rewritten=rewritten_units(target), pairs_before=pairs)
         tx.touch(sorted(units | set(derived.units)))
     return change_of(current, target) | Change.of(added={Kind.JOB: jobs}) | derived.change()
-
 
 
 def undo(bank: Bank, *, actor: str = "user") -> Change:

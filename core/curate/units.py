@@ -10,8 +10,8 @@ from core.bank import UNSET
 from core.curate.action import Outcome, delete_unit_rows, entities_of, run_action
 from core.curate.memories import confidence_event
 from core.curate.relink import relink_units
-from core.retain.opinions import write_events
 from core.curate.rows import Scope
+from core.retain.opinions import write_events
 from core.store.bank_store import utcnow
 from core.store.units import insert_mentions
 from core.types import Change, EngramError, InvalidInputError, Network, NewUnit, Unit
@@ -117,7 +117,11 @@ def edit_unit(
                 tx.con,
                 [
                     confidence_event(
-                        unit_id, current.confidence, fields["confidence"], actor, fields["updated_at"]
+                        unit_id,
+                        current.confidence,
+                        fields["confidence"],
+                        actor,
+                        fields["updated_at"],
                     )
                 ],
             )

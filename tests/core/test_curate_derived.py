@@ -87,11 +87,11 @@ def test_undo_of_a_retract_brings_the_quotes_back_after_the_jobs(call_bank):
 def test_deleting_or_editing_a_fact_stales_the_observations_built_from_it(call_bank):
     bank = call_bank
     [fact] = [
-        u
-        for u in bank.units(Network.WORLD, limit=None)
-        if "outage report by Friday" in u.text
+        u for u in bank.units(Network.WORLD, limit=None) if "outage report by Friday" in u.text
     ]
-    quoting = [u.id for u in bank.units(Network.OBSERVATION, limit=None) if "outage report" in u.text]
+    quoting = [
+        u.id for u in bank.units(Network.OBSERVATION, limit=None) if "outage report" in u.text
+    ]
     assert quoting
     bank.edit_unit(fact.id, text="Dana asked for the incident summary next week.")
     assert not [t for t in _active_texts(bank) if "outage report by Friday" in t]

@@ -97,7 +97,9 @@ def test_add_a_memory_by_hand_indexed_linked_and_undoable(built):
 
 def test_an_opinion_added_by_hand_has_a_formed_event(built):
     bank, _ = built
-    change = bank.add_memory("Bob would enjoy a cycling holiday.", network="opinion", confidence=0.4)
+    change = bank.add_memory(
+        "Bob would enjoy a cycling holiday.", network="opinion", confidence=0.4
+    )
     [unit_id] = change.added[Kind.UNIT]
     [step] = bank.opinion_history(unit_id).steps
     assert (step.event.relation, step.event.confidence_after) == ("formed", 0.4)
