@@ -7,13 +7,19 @@ it queues commit together; the indexes follow for the units whose rows changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from core.curate.audit import check_actor, record
-from core.curate.derived import mention_units, observation_pairs, reconcile, rewritten_units
+from core.curate.derived import (
+    derived_candidates,
+    mention_units,
+    observation_pairs,
+    reconcile,
+    rewritten_units,
+)
 from core.curate.jobs import queue_observations
 from core.curate.rows import Scope, capture, change_of, diff
 from core.types import Change, EngramError, Kind, UnitStatus
@@ -44,13 +50,27 @@ def run_action(
 ) -> Change:
     check_actor(actor)
     with bank.store.transaction() as tx:
-        before = capture(tx.con, scope)
         pairs = observation_pairs(tx.con, scope.units)
+        # What may be derived from the scope's units is captured too: hiding it is
+        # part of the action, so undo restores it exactly.
+        derived_ids = derived_candidates(tx.con, scope.units, pairs)
+        if derived_ids:
+            # A derived unit may lose its source rows: every table is read then.
+            scope = replace(
+                scope,
+                units=scope.units | derived_ids,
+                vectors=scope.vectors | derived_ids,
+                tables=None,
+            )
+        before = capture(tx.con, scope)
         outcome = body(tx)
-        after = capture(tx.con, scope)
-        back, forward = diff(tx.con, before, after)
+        back, forward = diff(tx.con, before, capture(tx.con, scope))
         if not back and not forward:
             return Change()
+        moved = touched_units(back, forward) | mention_units(back, forward)
+        derived = reconcile(tx.con, moved, rewritten=rewritten_units(forward), pairs_before=pairs)
+        if derived.units:
+            back, forward = diff(tx.con, before, capture(tx.con, scope))
         record(
             tx.con,
             actor=actor,
@@ -61,9 +81,7 @@ def run_action(
             rows=(back, forward),
         )
         jobs = queue_observations(tx.con, outcome.observe)
-        moved = touched_units(back, forward) | mention_units(back, forward)
-        derived = reconcile(tx.con, moved, rewritten=rewritten_units(forward), pairs_before=pairs)
-        tx.touch(sorted(touched_units(back, forward) | set(derived.units)))
+        tx.touch(sorted(touched_units(back, forward)))
     return change_of(back, forward) | Change.of(added={Kind.JOB: jobs}) | derived.change()
 
 

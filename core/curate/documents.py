@@ -113,9 +113,12 @@ def _plan(con: duckdb.DuckDBPyConnection, document_id: str) -> _Plan:
     )
 
 
-def _names(con: duckdb.DuckDBPyConnection, entity_ids) -> tuple[str, ...]:
+def _names(
+    con: duckdb.DuckDBPyConnection, entity_ids, *, active_only: bool = False
+) -> tuple[str, ...]:
+    status = " AND status = 'active'" if active_only else ""
     rows = con.execute(
-        "SELECT name FROM entities WHERE id IN (SELECT unnest(?)) ORDER BY lower(name)",
+        f"SELECT name FROM entities WHERE id IN (SELECT unnest(?)){status} ORDER BY lower(name)",
         [sorted(entity_ids)],
     ).fetchall()
     return tuple(r[0] for r in rows)
@@ -143,7 +146,7 @@ def document_preview(bank: Bank, document_id: str) -> DocumentPreview:
         opinion_events=events,
         opinions_revised=tuple(plan.revised),
         entities_removed=_names(con, plan.orphans),
-        observations_rebuilt=_names(con, plan.keep),
+        observations_rebuilt=_names(con, plan.keep, active_only=True),
     )
 
 

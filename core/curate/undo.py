@@ -8,7 +8,7 @@ import duckdb
 
 from core.curate.action import entities_of, touched_units
 from core.curate.audit import REDO, UNDO, check_actor, load_rows, record, stacks
-from core.curate.derived import mention_units, observation_pairs, reconcile, rewritten_units
+from core.curate.derived import mention_units, observation_pairs, reconcile
 from core.curate.jobs import queue_observations
 from core.curate.rows import apply, change_of
 from core.types import Change, EngramError, Kind
@@ -49,7 +49,8 @@ def _step(bank: Bank, *, redo: bool, actor: str) -> Change:
         )
         # The entities of the facts that moved get their observations rebuilt too.
         jobs = queue_observations(tx.con, entities | entities_of(tx.con, moved))
-        derived = reconcile(tx.con, moved, rewritten=rewritten_units(target), pairs_before=pairs)
+        # No `rewritten`: the target side is what the derived units were built from.
+        derived = reconcile(tx.con, moved, pairs_before=pairs)
         tx.touch(sorted(units | set(derived.units)))
     return change_of(current, target) | Change.of(added={Kind.JOB: jobs}) | derived.change()
 

@@ -104,7 +104,8 @@ def test_retract_shows_its_impact_then_restore_and_undo(qtbot, window, monkeypat
 
     class Accept(entities_module.RetractEntityDialog):
         def exec(self):
-            shown.append(self.findChildren(entities_module.QLabel)[0].text())
+            labels = self.findChildren(entities_module.QLabel)
+            shown.append(" ".join(label.text() for label in labels))
             return QDialog.DialogCode.Accepted
 
     monkeypatch.setattr(entities_module, "RetractEntityDialog", Accept)

@@ -16,7 +16,7 @@ built = support.built
 
 
 def _two_documents(bank):
-    first = bank.ingest(DATA / "northwind-call.txt", mode="rules").documents[0].document_id
+    first = bank.ingest(DATA / "northwind-call.txt", mode="rules").documents[0].id
     bank.ingest(DATA / "northwind-followup.txt", mode="rules")
     bank.process_jobs()
     return first
@@ -95,7 +95,7 @@ def test_reingest_replaces_what_the_document_wrote(engine):
     call = _two_documents(bank)
     count = bank.count(Network.WORLD, status=None)
     report = bank.reingest_document(call, mode="rules")
-    assert report.documents[0].document_id == call
+    assert report.documents[0].id == call
     assert bank.count(Network.WORLD, status=None) == count
     assert len(bank.turns(call)) == 6
 
