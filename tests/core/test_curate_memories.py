@@ -143,3 +143,29 @@ def test_split_takes_the_alias_it_splits_out(built):
     assert b.units["bob_bike"] not in {u.id for u in bank.units(Network.WORLD, entity=bob)}
     bank.undo()
     assert "Bobby" in bank.entity(bob).aliases
+
+
+def test_cli_add_hide_unhide_and_the_rebuilds_a_retract_queues(built, capsys):
+    bank, b = built
+    engine, home = bank.engine, str(bank.engine.home)
+    cello = b.units["m_cello"]
+    bank.close()
+    args = ["--home", home]
+    assert (
+        cli([*args, "memories", "add", "test", "Alice bought a tandem.", "--entity", "Alice"]) == 0
+    )
+    assert "added" in capsys.readouterr().out
+    assert cli([*args, "hide", "test", cello]) == 0
+    assert "jobs: 1 run" in capsys.readouterr().out  # the marker's observation, rebuilt
+    reopened = engine.open_bank("test")
+    assert reopened.unit(cello).status == UnitStatus.HIDDEN
+    reopened.close()
+    assert cli([*args, "unhide", "test", cello, "--no-jobs"]) == 0
+    assert cli([*args, "retract", "test", "Bob", "--no-jobs"]) == 0
+    out = capsys.readouterr().out
+    assert "pending job(s): run `engram jobs run test`" in out
+    assert cli([*args, "jobs", "run", "test", "--quiet"]) == 0
+    assert "observation(s) rebuilt" in capsys.readouterr().out
+    bank = engine.open_bank("test")
+    assert bank.pending_jobs() == 0
+    assert [u.text for u in bank.units(Network.WORLD, text="tandem")] == ["Alice bought a tandem."]
