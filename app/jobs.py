@@ -26,6 +26,7 @@ class JobsIndicator(QWidget):
         self.state = state
         self.pending = 0
         self.job: Job | None = None
+        self._again = False  # more were queued while a run was under way
         self.label = QLabel()
         self.label.setObjectName("pending-jobs")
         self.label.setToolTip(
@@ -44,10 +45,12 @@ class JobsIndicator(QWidget):
         self._show()
 
     def _changed(self, change: Change) -> None:
+        queued = bool(change.added.get(Kind.JOB)) and not change.added.get(Kind.DOCUMENT)
         if self.job is not None:
-            return  # the running job's own change, or one it will cover
-        queued = change.added.get(Kind.JOB)
-        if queued and not change.added.get(Kind.DOCUMENT):
+            # Queued after the running job read its queue: run again when it ends.
+            self._again = self._again or queued
+            return
+        if queued:
             self.run()
         else:
             self.recount()
@@ -72,6 +75,7 @@ class JobsIndicator(QWidget):
         bank = self.state.bank
         if bank is None or self.job is not None:
             return None
+        self._again = False
         engine = self.state.engine
 
         def body(progress: Any, cancel: Any) -> Any:
@@ -92,6 +96,10 @@ class JobsIndicator(QWidget):
 
     def _done(self, report: Any) -> None:
         self.job = None
+        if self._again:
+            self._again = False
+            self.run()
+            return
         if report is not None:
             failed = f", {len(report.failed)} failed" if report.failed else ""
             self.state.status.emit(
@@ -102,6 +110,7 @@ class JobsIndicator(QWidget):
 
     def _failed(self, error: BaseException) -> None:
         self.job = None
+        self._again = False
         self.recount()
 
     def _show(self) -> None:

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMessageBox,
     QPushButton,
-    QSplitter,
     QStackedWidget,
     QTableWidgetItem,
     QTextBrowser,
@@ -31,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label, read_only_table
+from app.panes.base import NO_BANK, Pane, empty_label, list_and_detail, muted_label, read_only_table
 from app.panes.entity_dialogs import preview_list
 from app.state import StudioState
 from app.unit_model import fmt_time
@@ -138,16 +137,7 @@ class DocumentsPane(Pane):
         lv.setContentsMargins(0, 0, 0, 0)
         lv.addWidget(self.stack, 1)
         lv.addWidget(self.count_label)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.setObjectName("splitter-documents")
-        self.splitter.addWidget(left)
-        self.splitter.addWidget(detail)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(8, 8, 8, 8)
-        layout.addWidget(self.splitter)
+        self.splitter = list_and_detail(self, left, detail, (1, 1))
         self.set_bank(state.bank)
 
     # -- Pane interface ------------------------------------------------------

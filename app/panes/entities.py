@@ -32,7 +32,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QSplitter,
     QStackedWidget,
     QTableView,
     QTextBrowser,
@@ -40,7 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label
+from app.panes.base import NO_BANK, Pane, empty_label, list_and_detail, muted_label
 from app.panes.entity_dialogs import (
     MergeEntityDialog,
     PurgeEntityDialog,
@@ -273,16 +272,7 @@ class EntitiesPane(Pane):
         lv.addLayout(top)
         lv.addWidget(self.stack, 1)
         lv.addWidget(self.count_label)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.setObjectName("splitter-entities")
-        self.splitter.addWidget(left)
-        self.splitter.addWidget(detail)
-        self.splitter.setStretchFactor(0, 3)
-        self.splitter.setStretchFactor(1, 2)
-        self.splitter.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(8, 8, 8, 8)
-        layout.addWidget(self.splitter)
+        self.splitter = list_and_detail(self, left, detail)
         self.set_bank(state.bank)
 
     # -- Pane interface ------------------------------------------------------

@@ -124,15 +124,8 @@ class SplitEntityDialog(QDialog):
             f"<b>{html.escape(entity.name)}</b>; their mentions move to a new entity."
         )
         text.setWordWrap(True)
-        self.facts = QListWidget()
-        self.facts.setObjectName("split-facts")
         # Long facts are shown whole, wrapped, so a person can judge who they are about.
-        self.facts.setWordWrap(True)
-        self.facts.setUniformItemSizes(False)
-        self.facts.setResizeMode(QListView.ResizeMode.Adjust)
-        self.facts.setTextElideMode(Qt.TextElideMode.ElideNone)
-        self.facts.setAlternatingRowColors(True)
-        self.facts.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.facts = wrapping_list("split-facts")
         for unit in split_candidates(units):
             item = QListWidgetItem(unit.text)
             item.setData(Qt.ItemDataRole.UserRole, unit.id)
@@ -182,6 +175,19 @@ class SplitEntityDialog(QDialog):
         return self.chosen(), self.name.text().strip(), self.type.currentText()
 
 
+def wrapping_list(object_name: str) -> QListWidget:
+    """A list whose items show their whole text, wrapped to the list's width."""
+    view = QListWidget()
+    view.setObjectName(object_name)
+    view.setWordWrap(True)
+    view.setUniformItemSizes(False)
+    view.setResizeMode(QListView.ResizeMode.Adjust)
+    view.setTextElideMode(Qt.TextElideMode.ElideNone)
+    view.setAlternatingRowColors(True)
+    view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+    return view
+
+
 def split_candidates(units: list[Unit]) -> list[Unit]:
     """The facts a split may move: never the entity's own observation, which is
     rebuilt from whatever facts each entity keeps."""
@@ -190,15 +196,8 @@ def split_candidates(units: list[Unit]) -> list[Unit]:
 
 def preview_list(facts: Any, object_name: str) -> QListWidget:
     """The units an action hides or removes, each whole and wrapped, network first."""
-    view = QListWidget()
-    view.setObjectName(object_name)
-    view.setWordWrap(True)
-    view.setUniformItemSizes(False)
-    view.setResizeMode(QListView.ResizeMode.Adjust)
-    view.setTextElideMode(Qt.TextElideMode.ElideNone)
-    view.setAlternatingRowColors(True)
+    view = wrapping_list(object_name)
     view.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-    view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
     for fact in facts:
         item = QListWidgetItem(f"[{fact.network}] {fact.text}")
         item.setToolTip(fact.text)

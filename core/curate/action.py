@@ -126,6 +126,22 @@ def entity_row(con: duckdb.DuckDBPyConnection, entity_id: str) -> EntityRow:
     return EntityRow(row[0], row[1], row[2], tuple(row[3] or ()), row[4])
 
 
+def require_entities(bank: Bank, entity_ids: Iterable[str]) -> None:
+    """EngramError naming the first of `entity_ids` the bank does not have."""
+    ids = list(entity_ids)
+    if not ids:
+        return
+    known = {
+        r[0]
+        for r in bank.store.reader()
+        .execute("SELECT id FROM entities WHERE id IN (SELECT unnest(?))", [ids])
+        .fetchall()
+    }
+    unknown = [e for e in ids if e not in known]
+    if unknown:
+        raise EngramError(f"no entity {unknown[0]!r} in bank {bank.name!r}")
+
+
 def require_active(entity: EntityRow, doing: str) -> None:
     if entity.status != UnitStatus.ACTIVE:
         raise EngramError(f"entity {entity.name!r} is retracted: restore it before you {doing} it")

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from core.curate.action import Outcome, run_action
+from core.curate.action import Outcome, require_entities, run_action
 from core.curate.relink import relink_units
 from core.curate.rows import Scope
 from core.retain.opinions import OpinionEvent, write_events
@@ -66,16 +66,7 @@ def add_memory(
     if occurred_start and occurred_end and occurred_end < occurred_start:
         raise InvalidInputError("a memory's occurrence cannot end before it starts")
     entities = tuple(dict.fromkeys(entity_ids))
-    if entities:
-        known = {
-            r[0]
-            for r in bank.store.reader()
-            .execute("SELECT id FROM entities WHERE id IN (SELECT unnest(?))", [list(entities)])
-            .fetchall()
-        }
-        unknown = [e for e in entities if e not in known]
-        if unknown:
-            raise EngramError(f"no entity {unknown[0]!r} in bank {bank.name!r}")
+    require_entities(bank, entities)
     unit = bank._validated(
         NewUnit(
             text=text,
