@@ -319,7 +319,7 @@ class TimelinesPane(Pane):
         self.plot.point_clicked.connect(self._point_clicked)
         legend = QLabel(
             "  ".join(
-                f"<span style='color:{c}'>{'●▲▼✕■'[i]}</span> {label}"
+                f"<span style='color:{c}'>{'●▲▼✕■★◆'[i]}</span> {label}"
                 for i, (_s, c, label) in enumerate(MARKERS.values())
             )
         )

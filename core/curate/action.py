@@ -55,12 +55,12 @@ def run_action(
         # part of the action, so undo restores it exactly.
         derived_ids = derived_candidates(tx.con, scope.units, pairs)
         if derived_ids:
-            # A derived unit may lose its source rows: every table is read then.
+            # Reconcile flips statuses and may drop an observation's source rows.
+            tables = scope.tables and scope.tables | {"units", "observation_sources"}
             scope = replace(
                 scope,
                 units=scope.units | derived_ids,
-                vectors=scope.vectors | derived_ids,
-                tables=None,
+                tables=tables,
             )
         before = capture(tx.con, scope)
         outcome = body(tx)

@@ -52,7 +52,7 @@ def test_retract_review_lists_the_facts_keeps_the_entity_and_rebuilds_at_once(
 
     monkeypatch.setattr(entities_module, "RetractEntityDialog", Accept)
     preview = bank.retract_preview(dana.id)
-    with qtbot.waitSignal(window.state.changed):
+    with qtbot.waitSignal(window.state.changed, timeout=60_000):
         pane.retract_button.click()
     assert len(listed) == len(preview.facts) > 0
     assert any(PHRASE in text for text in listed)
@@ -115,7 +115,7 @@ def test_documents_pane_deletes_a_previewed_document_and_undo_brings_it_back(
             return QDialog.DialogCode.Accepted
 
     monkeypatch.setattr(documents_module, "DeleteDocumentDialog", Accept)
-    with qtbot.waitSignal(window.state.changed):
+    with qtbot.waitSignal(window.state.changed, timeout=60_000):
         pane.delete_button.click()
     assert len(listed) == incident.units and any(PHRASE in t for t in listed)
     wait_idle(qtbot, window.runner, timeout=60_000)
@@ -148,7 +148,7 @@ def test_hide_and_unhide_from_the_detail_and_add_a_memory(qtbot, window):
     dialog.entities.setText("maya")
     assert dialog.ok.isEnabled()
     before = bank.count(Network.WORLD)
-    with qtbot.waitSignal(window.state.changed):
+    with qtbot.waitSignal(window.state.changed, timeout=60_000):
         pane.add_memory(**dialog.values())
     wait_idle(qtbot, window.runner, timeout=60_000)
     assert bank.count(Network.WORLD) == before + 1
