@@ -39,9 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--text", help="case-insensitive substring")
     lst.add_argument("--since", type=_date, help="occurred on or after (YYYY-MM-DD)")
     lst.add_argument("--until", type=_date, help="occurred before (YYYY-MM-DD)")
-    lst.add_argument(
-        "--status", default="active", help="active, retracted, hidden, stale or any"
-    )
+    lst.add_argument("--status", default="active", help="active, retracted, hidden, stale or any")
     lst.add_argument("--order", default="occurred_start")
     lst.add_argument("--desc", action="store_true")
     lst.add_argument("--limit", type=int, default=50)
