@@ -293,7 +293,9 @@ class BankLockedError(EngramError):
     def __init__(self, bank: str, pid: int, host: str = "") -> None:
         self.pid = pid
         where = f" on {host}" if host else ""
-        super().__init__(f"bank {bank!r} is open in another process (PID {pid}{where})")
+        # An owner caught between taking the lock and writing its PID has none yet.
+        who = f" (PID {pid}{where})" if pid > 0 else where
+        super().__init__(f"bank {bank!r} is open in another process{who}")
 
 
 class BankNotFoundError(EngramError):
@@ -314,3 +316,8 @@ class InvalidInputError(EngramError):
 
 class CancelledError(EngramError):
     pass
+
+
+class StorageError(EngramError):
+    """The disk refused a write (full, read-only, failing): the message says what
+    was saved and what was not."""

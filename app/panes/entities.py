@@ -533,11 +533,14 @@ class EntitiesPane(Pane):
         if entity is None or bank is None:
             return
         self.state.runner.run_query(
-            lambda: bank.retract_preview(entity.id), self._confirm_purge, key=bank
+            lambda: (bank.retract_preview(entity.id), bank.exports()),
+            self._confirm_purge,
+            key=bank,
         )
 
-    def _confirm_purge(self, preview: Any) -> None:
-        dialog = PurgeEntityDialog(preview, self)
+    def _confirm_purge(self, found: tuple[Any, list]) -> None:
+        preview, exports = found
+        dialog = PurgeEntityDialog(preview, self, exports=exports)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.purge(preview.entity_id)
         dialog.deleteLater()

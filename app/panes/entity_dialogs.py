@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QListView,
     QListWidget,
     QListWidgetItem,
+    QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -255,33 +256,63 @@ class RetractEntityDialog(QDialog):
 
 
 class PurgeEntityDialog(QDialog):
-    """Purge is for good: the preview, and the entity's name typed to confirm."""
+    """Purge is for good: the preview with every redaction in context, what a
+    purge cannot reach (exported snapshots), and the entity's name typed to confirm."""
 
-    def __init__(self, preview: Any, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, preview: Any, parent: QWidget | None = None, *, exports: list | None = None
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Purge entity")
         self.entity_name = preview.name
-        redact = getattr(preview, "turns_to_redact", 0) + getattr(preview, "units_to_redact", 0)
+        redactions = list(getattr(preview, "redactions", ()))
         text = QLabel(
             f"Purging <b>{html.escape(preview.name)}</b> removes it and everything derived "
-            f"from it from every store, old copies included:<br><br>"
+            f"from it from every store of this bank, old copies in its files included:<br><br>"
             f"{html.escape(impact_text(preview))}"
             + (
-                f"; its name is redacted from {redact:,} stored turn(s) and unit(s)"
-                if redact
-                else ""
+                f"; every name it had is redacted in {len(redactions):,} place(s), listed below"
+                if redactions
+                else "; no other stored text names it"
             )
-            + ".<br><br><b>This cannot be undone.</b> Type the entity's name to confirm:"
+            + "."
         )
         text.setWordWrap(True)
         text.setTextFormat(Qt.TextFormat.RichText)
+        layout = QVBoxLayout(self)
+        layout.addWidget(text)
+        if redactions:
+            self.redactions = QPlainTextEdit("\n".join(str(r) for r in redactions))
+            self.redactions.setReadOnly(True)
+            self.redactions.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+            self.redactions.setMinimumHeight(120)
+            layout.addWidget(self.redactions, 1)  # the list takes the room, not the labels
+        present = [e for e in exports or [] if getattr(e, "exists", False)]
+        snapshots = QLabel(
+            "<b>Exported snapshots are outside the bank.</b> A purge does not touch them, and"
+            " importing one made before the purge brings everything back."
+            + (
+                " This bank was exported to:<br>"
+                + "<br>".join(
+                    f"&nbsp;&nbsp;{html.escape(e.path)} ({html.escape(e.exported_at)})"
+                    for e in present
+                )
+                + "<br>Delete them, or export again after the purge."
+                if present
+                else " This bank has no recorded export that still exists."
+            )
+        )
+        snapshots.setWordWrap(True)
+        snapshots.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(snapshots)
+        confirm = QLabel("<b>This cannot be undone.</b> Type the entity's name to confirm:")
+        confirm.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(confirm)
         self.confirm = QLineEdit()
         self.confirm.setPlaceholderText(preview.name)
         box, self.ok = _buttons(self, "Purge for good", danger=True)
         self.ok.setEnabled(False)
         self.confirm.textChanged.connect(lambda t: self.ok.setEnabled(t == self.entity_name))
-        layout = QVBoxLayout(self)
-        layout.addWidget(text)
         layout.addWidget(self.confirm)
         layout.addWidget(box)
-        self.resize(500, self.sizeHint().height())
+        self.resize(620, self.sizeHint().height())

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from core.cli.output import print_json, short_time
+from core.cli.output import count_arg, print_json, short_time
 from core.engine import Engine
+from core.store.units import ORDER_COLUMNS
 from core.types import Network
 
 
@@ -39,11 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--text", help="case-insensitive substring")
     lst.add_argument("--since", type=_date, help="occurred on or after (YYYY-MM-DD)")
     lst.add_argument("--until", type=_date, help="occurred before (YYYY-MM-DD)")
-    lst.add_argument("--status", default="active", help="active, retracted, hidden, stale or any")
-    lst.add_argument("--order", default="occurred_start")
+    lst.add_argument(
+        "--status", default="active", choices=["active", "retracted", "hidden", "stale", "any"]
+    )
+    lst.add_argument("--order", default="occurred_start", choices=sorted(ORDER_COLUMNS))
     lst.add_argument("--desc", action="store_true")
-    lst.add_argument("--limit", type=int, default=50)
-    lst.add_argument("--offset", type=int, default=0)
+    lst.add_argument("--limit", type=count_arg(), default=50)
+    lst.add_argument("--offset", type=count_arg(), default=0)
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(handler=list_memories)
 
@@ -74,7 +77,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _date(text: str):
     from datetime import datetime
 
-    return datetime.fromisoformat(text)
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date: {text!r}") from None
 
 
 def list_banks(args, engine: Engine) -> int:

@@ -10,7 +10,7 @@ import argparse
 from datetime import datetime
 
 from core.bank import UNSET
-from core.cli.output import print_json, short_time
+from core.cli.output import count_arg, print_json, short_time
 from core.engine import Engine
 from core.types import Change, EngramError, Kind, Network
 
@@ -84,13 +84,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         entity=True,
     )
     forget.add_argument("--yes", action="store_true", help="do not ask to confirm")
+    forget.add_argument(
+        "--show",
+        type=count_arg(),
+        default=50,
+        metavar="N",
+        help="list at most N redactions in context (default 50)",
+    )
 
     command("undo", "take back the latest curation action", undo)
     command("redo", "apply again what the latest undo took back", redo)
 
     audit = sub.add_parser("audit", help="the curation log: who did what, when")
     audit.add_argument("bank")
-    audit.add_argument("--limit", type=int, default=50)
+    audit.add_argument("--limit", type=count_arg(), default=50)
     audit.add_argument("--action")
     audit.add_argument("--target")
     audit.add_argument("--json", action="store_true")
@@ -292,15 +299,42 @@ def purge(args, engine: Engine) -> int:
     _print_preview(preview)
     print(
         f"  and its names are redacted in {preview.turns_to_redact} stored turn(s)"
-        f" and {preview.units_to_redact} other unit(s)."
+        f" and {preview.units_to_redact} other unit(s):"
     )
+    for line in redaction_lines(preview.redactions, args.show):
+        print(f"    {line}")
     print("A purge removes all of this FOR GOOD. It cannot be undone.")
+    print(snapshot_warning(bank.exports()))
     if not args.yes:
         typed = input(f"Type the entity's name to purge it ({preview.name}): ")
         if typed != preview.name:
             print("names differ: nothing purged")
             return 1
     return _report(bank.purge_entity(entity_id, confirm=True, actor=args.actor), "purged")
+
+
+def redaction_lines(redactions, limit: int) -> list[str]:
+    """Each redaction in its context, at most `limit`, then how many more."""
+    lines = [str(r) for r in redactions[:limit]]
+    if len(redactions) > limit:
+        lines.append(f"… and {len(redactions) - limit} more (--show N lists more)")
+    return lines or ["(no text outside the removed memories names it)"]
+
+
+def snapshot_warning(exports) -> str:
+    """What a purge cannot reach: snapshot files exported before it."""
+    text = (
+        "Exported snapshots (.engram files) are outside the bank: a purge does not touch"
+        " them, and importing one made before the purge brings everything back."
+    )
+    present = [e for e in exports if e.exists]
+    if not present:
+        return text + " This bank has no recorded export that still exists."
+    listed = "\n".join(f"    {e.path}  (exported {e.exported_at})" for e in present)
+    return (
+        f"{text}\nThis bank was exported to these files; delete them, or export again"
+        f" after the purge:\n{listed}"
+    )
 
 
 def undo(args, engine: Engine) -> int:
