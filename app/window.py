@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 
 from app import theme
 from app.banks import BankList, CreateBankDialog, DeleteBankDialog, RenameBankDialog
+from app.jobs import JobsIndicator
 from app.panes import Pane, build_panes
 from app.panes.ingest import IngestPane
 from app.panes.snapshots import SnapshotsPane
@@ -124,8 +125,10 @@ class MainWindow(QMainWindow):
         jl.addWidget(self.job_cancel)
         self.job_widget = job
         job.setVisible(False)
+        self.jobs_indicator = JobsIndicator(self.state)
         status = self.statusBar()
         status.addPermanentWidget(job)
+        status.addPermanentWidget(self.jobs_indicator)
         status.addPermanentWidget(self.mode_label)
         self.serving_indicator = ServingIndicator(self.server)
         status.addPermanentWidget(self.serving_indicator)

@@ -6,7 +6,7 @@ imports Qt (an import-linter contract checks it).
 
 from core.bank import UNSET, Bank
 from core.config import DEFAULTS as CONFIG_DEFAULTS
-from core.curate import AuditEntry, RetractPreview
+from core.curate import AuditEntry, DocumentPreview, PreviewFact, RetractPreview
 from core.engine import BankInfo, Engine
 from core.progress import CancelToken, Progress
 from core.providers.llm import LanguageModel, LanguageModelError, LlmSettings
@@ -70,6 +70,7 @@ __all__ = [
     "Comparison",
     "Disposition",
     "Document",
+    "DocumentPreview",
     "EmbeddingMismatchError",
     "Engine",
     "EngineSettings",
@@ -92,6 +93,7 @@ __all__ = [
     "NewUnit",
     "OpinionChange",
     "OpinionTrajectory",
+    "PreviewFact",
     "Progress",
     "RecallItem",
     "RecallResult",

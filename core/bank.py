@@ -40,6 +40,7 @@ from core.types import (
 
 if TYPE_CHECKING:
     from core.curate.audit import AuditEntry
+    from core.curate.documents import DocumentPreview
     from core.curate.retract import RetractPreview
     from core.engine import Engine
     from core.providers.llm import LanguageModel
@@ -267,6 +268,44 @@ class Bank:
 
         return delete_units(self, unit_ids, actor=actor)
 
+    def add_memory(
+        self,
+        text: str,
+        *,
+        network: Network | str = Network.WORLD,
+        occurred_start: datetime | None = None,
+        occurred_end: datetime | None = None,
+        confidence: float | None = None,
+        entity_ids: Sequence[str] = (),
+        actor: str = "user",
+    ) -> Change:
+        """Add one memory by hand (embedded, indexed, linked); audited, undoable.
+        Its id is in `change.added[Kind.UNIT]`."""
+        from core.curate.memories import add_memory
+
+        return add_memory(
+            self,
+            text,
+            network=network,
+            occurred_start=occurred_start,
+            occurred_end=occurred_end,
+            confidence=confidence,
+            entity_ids=entity_ids,
+            actor=actor,
+        )
+
+    def hide_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+        """Hide facts from recall, reflect and the default views without deleting
+        them (what was derived from them follows); audited, undoable."""
+        from core.curate.memories import set_hidden
+
+        return set_hidden(self, unit_ids, True, actor=actor)
+
+    def unhide_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+        from core.curate.memories import set_hidden
+
+        return set_hidden(self, unit_ids, False, actor=actor)
+
     # -- retain (core/retain) ------------------------------------------------
 
     def ingest(
@@ -310,6 +349,39 @@ class Bank:
         from core.retain.documents import list_documents
 
         return list_documents(self.store.reader())
+
+    def document_preview(self, document_id: str) -> DocumentPreview:
+        """What `delete_document` would remove (each unit listed) and change."""
+        from core.curate.documents import document_preview
+
+        return document_preview(self, document_id)
+
+    def delete_document(self, document_id: str, *, actor: str = "user") -> Change:
+        """Delete an ingested document with everything derived only from it: its
+        turns, the units extracted from it (mentions, links), opinion steps it was
+        evidence for (those opinions' confidence replayed), entities only it
+        mentioned; observations that quoted it are rebuilt. Audited, undoable."""
+        from core.curate.documents import delete_document
+
+        return delete_document(self, document_id, actor=actor)
+
+    def reingest_document(
+        self,
+        document_id: str,
+        mode: str = "auto",
+        *,
+        progress: Progress | None = None,
+        cancel: CancelToken | None = None,
+        llm: LanguageModel | None = None,
+    ) -> IngestReport:
+        """Extract a stored document again from its stored turns (replacing what
+        its last ingest wrote, in one transaction). Retain, not curation: not undoable."""
+        from core.retain.documents import stored_document
+
+        document = stored_document(self.store.reader(), document_id)
+        return self.ingest(
+            document, mode=mode, force=True, progress=progress, cancel=cancel, llm=llm
+        )
 
     def turns(self, document_id: str) -> list[Turn]:
         from core.retain.documents import document_turns

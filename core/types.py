@@ -30,6 +30,12 @@ class UnitStatus(StrEnum):
     ACTIVE = "active"
     # Hidden from recall, reflect and default views by a soft retract; restorable.
     RETRACTED = "retracted"
+    # One fact hidden by hand (`Bank.hide_unit`); unhide brings it back.
+    HIDDEN = "hidden"
+    # Derived from something curation hid or changed (an observation quoting a
+    # retracted fact, an opinion formed from one): hidden until it is rebuilt or
+    # its evidence comes back. Recall only ever sees active units.
+    STALE = "stale"
 
 
 class LinkKind(StrEnum):

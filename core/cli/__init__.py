@@ -17,7 +17,17 @@ from core.text import has_surrogate, printable
 from core.types import EngramError
 
 # Command-group modules under core.cli, in the order `engram --help` lists them.
-COMMAND_MODULES = ["banks", "ingest", "recall", "reflect", "curate", "snapshot", "serve"]
+COMMAND_MODULES = [
+    "banks",
+    "ingest",
+    "recall",
+    "reflect",
+    "curate",
+    "documents",
+    "jobs",
+    "snapshot",
+    "serve",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -217,11 +217,15 @@ def test_stats(client, filled):
     assert sum(stats.nodes_by_fact_type.values()) == stats.total_nodes
 
 
-def test_document_delete_is_explicit(client, filled):
+def test_document_delete_removes_what_was_derived_only_from_it(client, filled):
+    # Bank.delete_document (issue 13): the document, its turns and its units go.
+    deleted = run(client.documents.delete_document(filled, "chat-1"))
+    assert deleted.success and deleted.memory_units_deleted >= 3
+    assert [d.id for d in run(client.documents.list_documents(filled)).items] == []
+    assert not [m for m in client.list_memories(filled, limit=50).items if "Miso" in (m.text or "")]
     with pytest.raises(ApiException) as error:
         run(client.documents.delete_document(filled, "chat-1"))
-    assert error.value.status == 501
-    assert "Bank.delete_document" in error.value.body
+    assert error.value.status == 404
 
 
 def test_what_engram_cannot_honour_is_refused(client, filled):
