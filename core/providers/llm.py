@@ -27,6 +27,7 @@ import ollama
 import pydantic
 from rapidfuzz import fuzz
 
+from core.text import repair_strings, without_surrogates
 from core.types import EngramError
 
 __all__ = [
@@ -119,15 +120,20 @@ def parse_json_reply(text: str) -> Any:
     if not cleaned:
         raise ValueError("the reply is empty")
     try:
-        return json.loads(cleaned)
+        return repair_strings(json.loads(cleaned))
+    except RecursionError:
+        raise ValueError("the reply's JSON is nested too deeply to be an answer") from None
     except ValueError:
         pass
     candidates = [m.group(1) for m in _FENCE.finditer(cleaned) if m.group(1).strip()]
     candidates.append(cleaned)
     for candidate in candidates:
-        found, value = _extract_json(candidate)
+        try:
+            found, value = _extract_json(candidate)
+        except RecursionError:
+            raise ValueError("the reply's JSON is nested too deeply to be an answer") from None
         if found:
-            return value
+            return repair_strings(value)
     preview = cleaned[:80] + ("…" if len(cleaned) > 80 else "")
     raise ValueError(f"no JSON object or array could be recovered from {preview!r}")
 
@@ -529,12 +535,13 @@ class LanguageModel:
                 value = parse_json_reply(text)
             except ValueError as exc:
                 raise _Retry(f"the reply was not valid JSON ({exc})") from None
-            if examples:
-                echo = _find_echo(value, text, examples)
+            try:
+                echo = _find_echo(value, text, examples) if examples else None
                 if echo is not None:
                     raise _Retry(f"the answer copied the prompt's example ({_shorten(echo)!r})")
-            try:
                 return validate(value)
+            except RecursionError:
+                raise _Retry("the answer is nested too deeply to be read") from None
             except (ValueError, LookupError, TypeError) as exc:
                 raise _Retry(f"the answer failed validation: {_describe_validation(exc)}") from None
 
@@ -620,7 +627,8 @@ class LanguageModel:
         except (ValueError, pydantic.ValidationError) as exc:
             raise _Retry(f"Ollama at {host} sent a malformed response ({exc})", "http") from None
         message = response.message
-        return message.content or "", message.thinking or ""
+        # A reply may carry lone surrogates (a "\\ud800" escape): no store takes them.
+        return without_surrogates(message.content or ""), without_surrogates(message.thinking or "")
 
     def _unreachable(self) -> LanguageModelError:
         return LanguageModelError(
