@@ -30,14 +30,19 @@ def test_neighbourhoods_hold_the_trace_and_the_links_between_its_units(demo_stat
     assert set(result.unit_ids) <= ids and set(nb.packed) == set(result.unit_ids)
     for step in result.trace["activation"]["steps"]:
         assert step["node"] in ids and step["from"] in ids
-    # Spreading is a process: the default settings light the demo's query in
-    # at least three distinct waves, none past the per-step budget.
-    waves = result.trace["activation"]["waves"]
-    assert len({s["step"] for s in result.trace["activation"]["steps"]}) >= 3
-    seen = {s["node"] for s in result.trace["activation"]["seeds"]}
-    for wave in waves:  # a wave may also raise nodes lit before; new ones are budgeted
-        assert len(set(wave["lit"]) - seen) <= result.trace["activation"]["step_budget"]
-        seen |= set(wave["lit"])
+    # Spreading is a process: on this demo subset the default settings light the
+    # query in several waves (the full demo bank takes five), each lighting at
+    # most the per-step budget, exactly that many while candidates wait.
+    activation = result.trace["activation"]
+    budget = activation["step_budget"]
+    assert len({s["step"] for s in activation["steps"]}) >= 2
+    seen = {s["node"] for s in activation["seeds"]}
+    for wave in activation["waves"]:  # a wave may also raise nodes lit before
+        new = set(wave["lit"]) - seen
+        assert len(new) <= budget
+        if wave["waiting"] and len(seen) + len(new) < activation["node_budget"]:
+            assert len(new) == budget
+        seen |= new
     # The activated subgraph and a bounded one-hop context, not every unit the trace names.
     lit = {s["node"] for s in result.trace["activation"]["steps"]}
     assert set(nb.context).isdisjoint(lit) and len(nb.context) <= 80
