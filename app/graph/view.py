@@ -200,6 +200,11 @@ class GraphView(pg.PlotWidget):
             self.base_curves[kind].setData(x, y, connect="pairs", skipFiniteCheck=True)
             self.base_curves[kind].setVisible(self._kind_visible[kind] and not self._lod_hidden)
 
+    @property
+    def lod(self) -> bool:
+        """Whether the graph is drawn at level of detail (see the module docstring)."""
+        return self._lod
+
     def edge_counts(self) -> dict[str, int]:
         """How many links are drawn, and why the others are not."""
         g = self.graph
@@ -232,7 +237,16 @@ class GraphView(pg.PlotWidget):
         """Node activation in [0, 1] (None: size by degree, all lit), the edges
         carrying energy now (`energy` each, `progress` of the way along them),
         the ones that carried it in earlier steps, and the frontier spreading now."""
-        self._levels = None if levels is None else np.clip(levels, 0.0, 1.0)
+        clipped = None if levels is None else np.clip(levels, 0.0, 1.0)
+        # Unchanged levels need no node update (at level of detail, the widget
+        # changes them only twice a step; the pulses still move every frame).
+        same = (
+            clipped is not None
+            and self._levels is not None
+            and clipped.shape == self._levels.shape
+            and np.array_equal(clipped, self._levels)
+        )
+        self._levels = clipped
         active = np.zeros(0, dtype=np.int64) if active_edges is None else active_edges
         trail = np.zeros(0, dtype=np.int64) if trail_edges is None else trail_edges
         key = (active.tobytes(), trail.tobytes())
@@ -256,7 +270,8 @@ class GraphView(pg.PlotWidget):
             else:
                 self.halo.setData([], [])
         self._show_pulses(progress)
-        self._apply_nodes()
+        if not same:
+            self._apply_nodes()
 
     def _show_pulses(self, progress: float) -> None:
         """Dots travelling from source to target along the carrying edges."""

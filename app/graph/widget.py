@@ -362,6 +362,10 @@ class GraphWidget(QWidget):
             self.view.show_frame(None)
         else:
             levels, step, frac = tl.at(frame, self.player.frames_per_step)
+            if self.view.lod:
+                # Level of detail: node fills move in half steps, the pulses every frame.
+                half = self.player.frames_per_step // 2 or 1
+                levels, _step, _frac = tl.at(frame - frame % half, self.player.frames_per_step)
             moving = 0 < step <= tl.steps and frac < 1.0
             none = np.zeros(0, np.int64)
             self.view.show_frame(
