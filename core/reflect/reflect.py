@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -45,6 +45,10 @@ MIN_COMPARE = 2
 MAX_COMPARE = 4
 # Entity profiles get this share of the token budget, on top of the facts.
 OBSERVATION_SHARE = 0.25
+# Model failures after which a reflection is answered extractively rather than
+# failing: the model is gone, not pulled, too slow, or cannot finish its answer.
+# A model that answers nonsense ("invalid") is an error the person should see.
+FALLBACK_KINDS = frozenset({"unreachable", "timeout", "model", "truncated"})
 
 
 @dataclass(frozen=True)
@@ -87,14 +91,13 @@ def _prepare(
     notes: tuple[str, ...] = ()
     if lm is None:
         notes = ("no language model is chosen (Settings): the reflection is extractive",)
-    elif not lm.available():
-        notes = (
-            f"language model '{lm.name}' is not reachable at {lm.host}: "
-            "the reflection is extractive",
-        )
-        if owned:
-            lm.close()
-        lm, owned = None, False
+    else:
+        status = lm.probe()
+        if not status.ready:
+            notes = (f"{status.reason}: the reflection is extractive",)
+            if owned:
+                lm.close()
+            lm, owned = None, False
     context = _Context(
         query=query,
         profile=bank.profile(),
@@ -107,6 +110,11 @@ def _prepare(
         notes=notes,
     )
     return context, owned and lm is not None
+
+
+def _fallen_back(ctx: _Context, error: ReflectionError) -> _Context:
+    note = f"the language model failed ({error}): the reflection is extractive"
+    return replace(ctx, lm=None, model="", notes=(*ctx.notes, note))
 
 
 @dataclass(frozen=True)
@@ -227,7 +235,16 @@ def reflect(
         if ctx.lm is None:
             reflection = _offline_reflection(ctx, disposition)
         else:
-            reflection = _llm_reflection(bank, ctx, disposition, _answer(ctx, disposition))
+            try:
+                answered = _answer(ctx, disposition)
+            except ReflectionError as error:
+                if error.kind not in FALLBACK_KINDS:
+                    raise
+                # The model went away (or is not pulled, or too slow) since the
+                # check: answer extractively, as when it was never there, and say why.
+                reflection = _offline_reflection(_fallen_back(ctx, error), disposition)
+            else:
+                reflection = _llm_reflection(bank, ctx, disposition, answered)
     finally:
         if owned and ctx.lm is not None:
             ctx.lm.close()
@@ -276,7 +293,11 @@ def compare(
                     except ReflectionError as error:
                         outcomes.append(error)
             reflections = [
-                _failed(ctx, d, out)
+                (
+                    _offline_reflection(_fallen_back(ctx, out), d)
+                    if out.kind in FALLBACK_KINDS
+                    else _failed(ctx, d, out)
+                )
                 if isinstance(out, ReflectionError)
                 else _llm_reflection(bank, ctx, d, out)
                 for d, out in zip(dispositions, outcomes, strict=True)
