@@ -24,7 +24,7 @@ from core.providers.llm import LanguageModel, LanguageModelError
 from core.reflect import offline, store
 from core.reflect.disposition import system_prompt
 from core.reflect.formation import ProposedOpinion, ask_opinions, plan_opinions
-from core.reflect.prompt import answer_prompt, evidence_from
+from core.reflect.prompt import answer_prompt, bank_time, evidence_from
 from core.reflect.values import (
     OFFLINE_MODE,
     Comparison,
@@ -33,6 +33,7 @@ from core.reflect.values import (
     ReflectionError,
     llm_mode,
 )
+from core.retain.opinions import latest_events
 from core.store.bank_store import utcnow
 from core.store.units import get_units
 from core.types import BankProfile, Change, Disposition, InvalidInputError, new_id
@@ -64,6 +65,7 @@ class _Context:
     lm: LanguageModel | None
     model: str
     notes: tuple[str, ...]
+    as_of: datetime | None
 
 
 def _prepare(
@@ -84,8 +86,12 @@ def _prepare(
         observation_budget=int(budget_tokens * OBSERVATION_SHARE),
     )
     items = [*result.items, *result.observations]
-    units = get_units(bank.store.reader(), [i.unit_id for i in items])
-    evidence = tuple(evidence_from(items, units))
+    reader = bank.store.reader()
+    units = get_units(reader, [i.unit_id for i in items])
+    evidence = tuple(evidence_from(items, units, latest_events(reader, list(units))))
+    # The reflection's own time: the reference time asked for, else the newest evidence.
+    times = [t for t in (bank_time(u) for u in units.values()) if t is not None]
+    as_of = now or (max(times) if times else None)
     owned = llm is None
     lm = llm if llm is not None else bank.engine.language_model()
     notes: tuple[str, ...] = ()
@@ -108,6 +114,7 @@ def _prepare(
         lm=lm,
         model=lm.name if lm is not None else "",
         notes=notes,
+        as_of=as_of,
     )
     return context, owned and lm is not None
 
@@ -171,6 +178,7 @@ def _llm_reflection(
         budget_tokens=ctx.budget_tokens,
         opinion_error=answered.opinion_error,
         notes=ctx.notes,
+        as_of=ctx.as_of,
         recall=ctx.recall,
         vectors=vectors,
     )
@@ -191,6 +199,7 @@ def _offline_reflection(ctx: _Context, disposition: Disposition) -> Reflection:
         budget_tokens=ctx.budget_tokens,
         notes=ctx.notes,
         left_out=tuple(left_out),
+        as_of=ctx.as_of,
         recall=ctx.recall,
     )
 
@@ -209,6 +218,7 @@ def _failed(ctx: _Context, disposition: Disposition, error: ReflectionError) -> 
         budget_tokens=ctx.budget_tokens,
         error=str(error),
         notes=ctx.notes,
+        as_of=ctx.as_of,
         recall=ctx.recall,
     )
 
