@@ -219,7 +219,7 @@ class UnitDetail(QWidget):
         self.fields["status"].setText(str(unit.status))
         self.fields["created"].setText(fmt_time(unit.created_at))
         self.fields["updated"].setText(fmt_time(unit.updated_at))
-        self.fields["accessed"].setText(f"{unit.access_count} times")
+        self.fields["accessed"].setText(recalled_text(unit))
         self._load_extras(unit)
 
     def set_entity_names(self, names: dict[str, str]) -> None:
@@ -478,3 +478,14 @@ def links_html(
                 f"&nbsp;&nbsp;<span style='color:gray'>and {len(group) - LINKS_PER_KIND} more</span>"
             )
     return "<br>".join(parts)
+
+
+def recalled_text(unit: Unit) -> str:
+    """ "recalled 3 times · last recalled 2026-12-01 18:40": by agents and the studio
+    (the recall debugger's inspection runs are not counted)."""
+    n = unit.access_count
+    if not n:
+        return "never recalled"
+    times = "once" if n == 1 else f"{n} times"
+    last = f" · last recalled {fmt_time(unit.last_accessed_at)}" if unit.last_accessed_at else ""
+    return f"recalled {times}{last}"

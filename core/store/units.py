@@ -30,12 +30,13 @@ ORDER_COLUMNS = {
     "text": "lower(u.text)",
     "network": "u.network",
     "access_count": "u.access_count",
+    "last_accessed_at": "u.last_accessed_at",
 }
 
 UNIT_COLUMNS = (
     "u.id, u.text, u.network, u.occurred_start, u.occurred_end, u.mentioned_at, "
     "u.confidence, u.status, u.source_ids, u.extraction_mode, u.model, u.embedding_model, "
-    "u.created_at, u.updated_at, u.access_count"
+    "u.created_at, u.updated_at, u.access_count, u.last_accessed_at"
 )
 
 
@@ -183,6 +184,7 @@ def _row_to_unit(row: tuple, entity_ids: tuple[str, ...]) -> Unit:
         created_at=row[12],
         updated_at=row[13],
         access_count=row[14],
+        last_accessed_at=row[15],
     )
 
 
@@ -259,3 +261,13 @@ def delete_units(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> list[str
         )
         con.execute("DELETE FROM units WHERE id IN (SELECT unnest(?))", [existing])
     return existing
+
+
+def record_access(con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str], when: datetime) -> None:
+    """Count one recall of each unit, and when it was (wall clock: when it was used)."""
+    if unit_ids:
+        con.execute(
+            "UPDATE units SET access_count = access_count + 1, last_accessed_at = ?"
+            " WHERE id IN (SELECT unnest(?))",
+            [when, list(dict.fromkeys(unit_ids))],
+        )
