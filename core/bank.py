@@ -349,6 +349,14 @@ class Bank:
                     record_access(tx.con, ids, utcnow())
         return result
 
+    def time_span(
+        self, network: Network | str | None = None
+    ) -> tuple[datetime | None, datetime | None]:
+        """When the bank's (or one network's) active facts occurred: first and last."""
+        from core.store.units import occurrence_span
+
+        return occurrence_span(self.store.reader(), network)
+
     def prepare_recall(self) -> str:
         """Load what recall keeps in memory (the link graph: ~3.5 s at 100,000
         units) so the first recall is not the slow one; returns what the graph did

@@ -76,8 +76,13 @@ class UnitFilter:
             clauses.append("u.occurred_start < ?")
             params.append(self.end)
         if self.start is not None:
-            clauses.append("coalesce(u.occurred_end, u.occurred_start) >= ?")
-            params.append(self.start)
+            # The occurrence's end is exclusive: one ending at `start` is before it.
+            # An instant (no end, or end = start) counts when it is at or after it.
+            clauses.append(
+                "CASE WHEN u.occurred_end > u.occurred_start THEN u.occurred_end > ?"
+                " ELSE u.occurred_start >= ? END"
+            )
+            params += [self.start, self.start]
         if self.text:
             clauses.append("u.text ILIKE ? ESCAPE '\\'")
             params.append(like_pattern(self.text))
@@ -271,3 +276,22 @@ def record_access(con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str], when:
             " WHERE id IN (SELECT unnest(?))",
             [when, list(dict.fromkeys(unit_ids))],
         )
+
+
+def occurrence_span(
+    con: duckdb.DuckDBPyConnection, network: Network | str | None = None
+) -> tuple[datetime | None, datetime | None]:
+    """The first and last moment the bank's active units occurred (the last day an
+    interval covers, its end being exclusive), optionally of one network."""
+    where = "WHERE status = 'active' AND occurred_start IS NOT NULL"
+    params: list = []
+    if network is not None:
+        where += " AND network = ?"
+        params.append(str(network))
+    row = con.execute(
+        "SELECT min(occurred_start), max(CASE WHEN occurred_end > occurred_start"
+        " THEN occurred_end - INTERVAL 1 MICROSECOND ELSE occurred_start END)"
+        f" FROM units {where}",
+        params,
+    ).fetchone()
+    return (row[0], row[1]) if row else (None, None)
