@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from core.types import EngramError
 
 # Command-group modules under core.cli, in the order `engram --help` lists them.
-COMMAND_MODULES = ["banks", "ingest", "recall", "reflect", "curate", "snapshot"]
+COMMAND_MODULES = ["banks", "entities", "ingest", "recall", "reflect", "curate", "snapshot"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,11 +79,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EngramError as error:
         print(f"engram: {error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (`engram memories list | head`): stop quietly, and
+        # keep Python from complaining again when it flushes stdout at exit.
+        _silence_stdout()
+        return 0
     except KeyboardInterrupt:
         print("engram: interrupted", file=sys.stderr)
         return 130
     finally:
         engine.close()
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a real file (tests): nothing will be flushed to it
 
 
 if __name__ == "__main__":

@@ -190,7 +190,7 @@ def _offline_reflection(ctx: _Context, disposition: Disposition) -> Reflection:
         id=new_id(),
         query=ctx.query,
         disposition=disposition,
-        answer=offline.summary(ctx.query, disposition, selected, left_out),
+        answer=offline.summary(ctx.query, disposition, selected, left_out, ctx.evidence),
         mode=OFFLINE_MODE,
         model="",
         created_at=utcnow(),
