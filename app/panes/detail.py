@@ -137,7 +137,7 @@ class UnitDetail(QWidget):
             ("status", "Status"),
             ("created", "Created"),
             ("updated", "Updated"),
-            ("accessed", "Recalled"),
+            ("accessed", "Usage"),
         ):
             label = QLabel()
             label.setWordWrap(True)
@@ -250,6 +250,13 @@ class UnitDetail(QWidget):
             lambda error: self._show_provenance(gen, None, str(error)),
             key=bank,
         )
+        # A table's page may be older than the last recall: read the count afresh.
+        self.state.runner.run_query(
+            lambda: bank.unit(unit.id),
+            lambda fresh: self._show_recalled(gen, fresh),
+            lambda _error: None,
+            key=bank,
+        )
         self.links.setText("<i>Loading links…</i>")
         names = dict(self.entity_names)
         self.state.runner.run_query(
@@ -258,6 +265,10 @@ class UnitDetail(QWidget):
             lambda error: self._show_links(gen, unit, None, names, str(error)),
             key=bank,
         )
+
+    def _show_recalled(self, gen: int, fresh: Unit) -> None:
+        if gen == self._extra_gen:
+            self.fields["accessed"].setText(recalled_text(fresh))
 
     def _show_provenance(self, gen: int, result: Provenance | None, error: str = "") -> None:
         if gen != self._extra_gen:
