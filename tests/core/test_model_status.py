@@ -130,3 +130,22 @@ def test_reflect_with_the_model_not_pulled_says_so(evidence_bank, engine, fake_o
     assert reflection.mode == "offline extractive"
     [note] = reflection.notes
     assert "'mistral:7b' not installed" in note and "not reachable" not in note
+
+
+def test_cli_ingest_of_replies_cut_by_length_fails_with_the_reason(
+    engine, fake_ollama, conversation, capsys
+):
+    use_fake(engine, fake_ollama)
+    # The model always stops at the token limit: two of four facts would survive a
+    # "repair". The chunk fails and says why; nothing is half-kept; the exit code is 1.
+    fake_ollama.responder = lambda body: Reply.text(
+        '{"facts": [{"text": "Alice moved to Lisbon", "network": "world"}, {"text": "Bo',
+        done_reason="length",
+    )
+    assert _ingest(engine, str(conversation), "--mode", "llm", "--quiet") == 1
+    captured = capsys.readouterr()
+    assert "FAILED chunk" in captured.out and "cut off at the limit" in captured.out
+    assert "documents: 0 ingested, 0 skipped, 1 failed" in captured.out
+    assert "some chunks failed" in captured.err
+    bank = engine.open_bank("B")
+    assert bank.count() == 0
