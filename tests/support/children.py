@@ -101,7 +101,9 @@ class Child:
 # -- the children the crash tests run ------------------------------------------
 
 
-def store_writer(report: Callable[[object], None], home: str, start: int, batch: int, dim: int) -> None:
+def store_writer(
+    report: Callable[[object], None], home: str, start: int, batch: int, dim: int
+) -> None:
     """Add batches of units for ever; report each batch's number once add_units returned."""
     import numpy as np
 
