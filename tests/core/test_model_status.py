@@ -149,3 +149,11 @@ def test_cli_ingest_of_replies_cut_by_length_fails_with_the_reason(
     assert "some chunks failed" in captured.err
     bank = engine.open_bank("B")
     assert bank.count() == 0
+
+
+def test_the_timeout_flag_reaches_the_model(engine, fake_ollama, conversation, capsys):
+    use_fake(engine, fake_ollama)
+    fake_ollama.responder = lambda body: Reply.json({"facts": []}, chunks=2, chunk_delay=3)
+    argv = (str(conversation), "--mode", "llm", "--quiet", "--ollama-timeout", "0.5")
+    assert _ingest(engine, *argv) == 1
+    assert "sent nothing for 0.5 s" in capsys.readouterr().out
