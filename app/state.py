@@ -24,6 +24,7 @@ class StudioState(QObject):
         self.runner = runner
         self._bank: Bank | None = None
         self._mode = "offline rules"
+        self.server = None  # the StudioServer (app/serving.py) once the window made one
         runner.changed.connect(self._on_change)
 
     @property
@@ -54,3 +55,9 @@ class StudioState(QObject):
 
     def _on_change(self, change: Change) -> None:
         self.changed.emit(change)
+
+    def broadcast(self, change: Change) -> None:
+        """A change made elsewhere (through the studio's server): the panes refresh
+        as for the studio's own actions."""
+        if not change.empty:
+            self.changed.emit(change)

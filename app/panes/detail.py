@@ -44,6 +44,7 @@ from core import Bank, Network, Unit
 class UnitDetail(QWidget):
     save_requested = Signal(str, dict)  # unit id, edit_unit keyword arguments
     delete_requested = Signal(list)  # unit ids
+    hide_requested = Signal(str, bool)  # unit id, True: hide / False: unhide
     entity_clicked = Signal(str)  # entity name (or id when names are unknown)
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
@@ -68,6 +69,11 @@ class UnitDetail(QWidget):
         self.delete_button = QPushButton("Delete")
         self.delete_button.setProperty("danger", True)
         self.delete_button.clicked.connect(self._delete)
+        self.hide_button = QPushButton("Hide")
+        self.hide_button.setToolTip(
+            "Hide this fact from recall, reflect and the default views without deleting it"
+        )
+        self.hide_button.clicked.connect(self._hide)
         self.unit_id.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         header = QHBoxLayout()
         header.addWidget(self.badge)
@@ -75,6 +81,7 @@ class UnitDetail(QWidget):
         actions = QHBoxLayout()
         actions.addStretch(1)
         actions.addWidget(self.edit_button)
+        actions.addWidget(self.hide_button)
         actions.addWidget(self.delete_button)
         self.actions = actions
 
@@ -217,6 +224,10 @@ class UnitDetail(QWidget):
             extraction += f" · {unit.model}"
         self.fields["extraction"].setText(extraction)
         self.fields["status"].setText(str(unit.status))
+        status = str(unit.status)
+        self.hide_button.setText("Unhide" if status == "hidden" else "Hide")
+        # Retracted and stale units come back with their entity or their rebuild.
+        self.hide_button.setEnabled(status in ("active", "hidden"))
         self.fields["created"].setText(fmt_time(unit.created_at))
         self.fields["updated"].setText(fmt_time(unit.updated_at))
         self.fields["accessed"].setText(recalled_text(unit))
@@ -363,6 +374,10 @@ class UnitDetail(QWidget):
     def _delete(self) -> None:
         if self.unit is not None:
             self.delete_requested.emit([self.unit.id])
+
+    def _hide(self) -> None:
+        if self.unit is not None:
+            self.hide_requested.emit(self.unit.id, str(self.unit.status) != "hidden")
 
     def _entity_link(self, name: str) -> None:
         self.entity_clicked.emit(html.unescape(name))

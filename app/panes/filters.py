@@ -58,6 +58,8 @@ class FilterBar(QWidget):
         self.status = QComboBox()
         self.status.addItem("Active", UnitStatus.ACTIVE.value)
         self.status.addItem("Retracted", UnitStatus.RETRACTED.value)
+        self.status.addItem("Hidden", UnitStatus.HIDDEN.value)
+        self.status.addItem("Stale (being rebuilt)", UnitStatus.STALE.value)
         self.status.addItem("Any status", ANY)
 
         self.use_from = QCheckBox("From")

@@ -13,6 +13,7 @@ from typing import Any
 from PySide6.QtCore import QItemSelectionModel, QSettings, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QDialog,
     QHBoxLayout,
     QHeaderView,
     QMenu,
@@ -138,6 +139,7 @@ class NetworkPane(Pane):
         self.detail = UnitDetail(state)
         self.detail.save_requested.connect(self.edit_unit)
         self.detail.delete_requested.connect(self.delete_units)
+        self.detail.hide_requested.connect(self.set_hidden)
         self.detail.entity_clicked.connect(self.filter_bar.set_entity)
 
         self.count_label = muted_label()
@@ -153,8 +155,14 @@ class NetworkPane(Pane):
             if n != self.network:
                 move_menu.addAction(n.value.capitalize(), lambda n=n: self.move_selection(n))
         self.move_button.setMenu(move_menu)
+        self.add_button = QPushButton("Add memory…")
+        self.add_button.setToolTip("Add a memory by hand (Undo takes it back)")
+        self.add_button.clicked.connect(self.ask_add_memory)
+        # Observations are the engine's profiles, never written by hand.
+        self.add_button.setVisible(self.network != Network.OBSERVATION)
         footer = QHBoxLayout()
         footer.addWidget(self.count_label, 1)
+        footer.addWidget(self.add_button)
         footer.addWidget(self.move_button)
         footer.addWidget(self.delete_button)
 
@@ -322,6 +330,53 @@ class NetworkPane(Pane):
             self.state.runner.failed.emit(describe(error), "")
 
         self.state.runner.run_op(lambda: bank.edit_unit(unit_id, **edits), saved, failed, key=bank)
+
+    def set_hidden(self, unit_id: str, hidden: bool) -> None:
+        """Hide a fact without deleting it (or bring a hidden one back)."""
+        bank = self.bank
+        if bank is None:
+            return
+        verb = "Hidden" if hidden else "Unhidden"
+
+        def done(change: Change) -> None:
+            self.state.status.emit(f"{verb} (Undo takes it back).")
+            self._reload_detail(unit_id)
+
+        self.state.runner.run_op(
+            lambda: bank.hide_units([unit_id]) if hidden else bank.unhide_units([unit_id]),
+            done,
+            key=bank,
+        )
+
+    def ask_add_memory(self) -> None:
+        bank = self.bank
+        if bank is None:
+            return
+
+        def read() -> tuple[list, Any]:
+            latest = bank.units(None, order="occurred_start", descending=True, limit=1)
+            return bank.entities(), latest[0].occurred_start if latest else None
+
+        self.state.runner.run_query(read, lambda got: self._add_memory_dialog(*got), key=bank)
+
+    def _add_memory_dialog(self, entities: list, when: Any) -> None:
+        from app.panes.memory_dialog import AddMemoryDialog
+
+        network = self.network if self.network != Network.OBSERVATION else Network.WORLD
+        dialog = AddMemoryDialog(entities, network, when, self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.add_memory(**dialog.values())
+        dialog.deleteLater()
+
+    def add_memory(self, **values: Any) -> None:
+        bank = self.bank
+        if bank is None:
+            return
+        self.state.runner.run_op(
+            lambda: bank.add_memory(**values),
+            lambda change: self.state.status.emit("Memory added (Undo takes it back)."),
+            key=bank,
+        )
 
     def delete_selection(self) -> bool:
         rows = self.selected_rows()

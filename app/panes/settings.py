@@ -223,6 +223,11 @@ class SettingsPane(Pane):
         left.addWidget(data_box)
         left.addWidget(llm_box)
         left.addWidget(emb_box)
+        if state.server is not None:
+            from app.serving import ServingSettings
+
+            self.serving = ServingSettings(state.server)
+            left.addWidget(self.serving)
         left.addWidget(self.profile_box)
         left.addWidget(self.no_bank)
         left.addStretch(1)

@@ -48,6 +48,9 @@ MARKERS = {
     "weaken": ("t", "#ea580c", "weakened"),
     "contradict": ("x", "#dc2626", "contradicted"),
     "neutral": ("s", "#94a3b8", "neutral evidence"),
+    # Steps that are not evidence: a person set the confidence, or evidence was removed.
+    "edited": ("star", "#7c3aed", "set by hand"),
+    "revised": ("d", "#0891b2", "revised (evidence removed)"),
 }
 OTHER_MARKER = ("d", "#6366f1", "changed")
 LINE_COLORS = (
@@ -316,7 +319,7 @@ class TimelinesPane(Pane):
         self.plot.point_clicked.connect(self._point_clicked)
         legend = QLabel(
             "  ".join(
-                f"<span style='color:{c}'>{'●▲▼✕■'[i]}</span> {label}"
+                f"<span style='color:{c}'>{'●▲▼✕■★◆'[i]}</span> {label}"
                 for i, (_s, c, label) in enumerate(MARKERS.values())
             )
         )
@@ -675,5 +678,6 @@ class TimelinesPane(Pane):
             self.status.setText(f"Evidence of the {point.relation} step on {point.when:%Y-%m-%d}.")
         else:
             self.status.setText(
-                "This step has no evidence unit (it was formed from the source turns)."
+                f"This {MARKERS.get(point.relation, OTHER_MARKER)[2]} step has no evidence unit"
+                + (f": {point.reason}." if point.reason else ".")
             )

@@ -8,7 +8,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from core.cli.output import short_time
+from core.cli.output import count_arg, short_time
 from core.engine import Engine
 from core.recall.settings import CHANNELS, LEVELS
 from core.types import InvalidInputError, Network
@@ -23,7 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("bank")
     p.add_argument("query")
-    p.add_argument("--budget", type=int, default=1024, help="token budget (default 1024)")
+    p.add_argument(
+        "--budget", type=count_arg(minimum=1), default=1024, help="token budget (default 1024)"
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument(
         "--trace",
@@ -50,7 +52,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--reranker", choices=["heuristic", "none"], help="default: the bank's (heuristic)"
     )
     p.add_argument(
-        "--observations", type=int, default=0, metavar="N", help="token budget for entity profiles"
+        "--observations",
+        type=count_arg(),
+        default=0,
+        metavar="N",
+        help="token budget for entity profiles",
     )
     p.set_defaults(handler=run_recall)
 

@@ -44,6 +44,7 @@ import pydantic
 from rapidfuzz import fuzz
 
 from core.settings import TIMEOUT_ENV
+from core.text import repair_strings, without_surrogates
 from core.types import EngramError
 
 __all__ = [
@@ -199,15 +200,20 @@ def parse_json_reply(text: str) -> Any:
     if not cleaned:
         raise ValueError("the reply is empty")
     try:
-        return json.loads(cleaned)
+        return repair_strings(json.loads(cleaned))
+    except RecursionError:
+        raise ValueError("the reply's JSON is nested too deeply to be an answer") from None
     except ValueError:
         pass
     candidates = [m.group(1) for m in _FENCE.finditer(cleaned) if m.group(1).strip()]
     candidates.append(cleaned)
     for candidate in candidates:
-        found, value = _extract_json(candidate)
+        try:
+            found, value = _extract_json(candidate)
+        except RecursionError:
+            raise ValueError("the reply's JSON is nested too deeply to be an answer") from None
         if found:
-            return value
+            return repair_strings(value)
     preview = cleaned[:80] + ("…" if len(cleaned) > 80 else "")
     raise ValueError(f"no JSON object or array could be recovered from {preview!r}")
 
@@ -632,14 +638,15 @@ class LanguageModel:
                 value = parse_json_reply(text)
             except ValueError as exc:
                 raise _Retry(f"the reply was not valid JSON ({exc})", reply=text) from None
-            if examples:
-                echo = _find_echo(value, text, examples)
+            try:
+                echo = _find_echo(value, text, examples) if examples else None
                 if echo is not None:
                     raise _Retry(
                         f"the answer copied the prompt's example ({_shorten(echo)!r})", reply=text
                     )
-            try:
                 return validate(value)
+            except RecursionError:
+                raise _Retry("the answer is nested too deeply to be read") from None
             except (ValueError, LookupError, TypeError) as exc:
                 raise _Retry(
                     f"the answer failed validation: {_describe_validation(exc)}", reply=text
@@ -757,7 +764,12 @@ class LanguageModel:
             ) from None
         except (ValueError, pydantic.ValidationError) as exc:
             raise _Retry(f"Ollama at {host} sent a malformed response ({exc})", "http") from None
-        return "".join(content), "".join(thinking), done_reason
+        # A reply may carry lone surrogates (a "\\ud800" escape): no store takes them.
+        return (
+            without_surrogates("".join(content)),
+            without_surrogates("".join(thinking)),
+            done_reason,
+        )
 
     def _unreachable(self) -> LanguageModelError:
         return LanguageModelError(
