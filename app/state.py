@@ -46,6 +46,13 @@ class StudioState(QObject):
             self._mode = mode
             self.mode_changed.emit(mode)
 
+    def recheck_mode(self) -> None:
+        """Probe the language model again (off the UI thread) and show what it is now.
+
+        Called when work that used the model failed or fell back: the mode shown
+        must not keep saying "Ollama" after the server died or the model went."""
+        self.runner.run_query(self.engine.mode, self.set_mode, lambda _error: None)
+
     def _on_change(self, change: Change) -> None:
         self.changed.emit(change)
 

@@ -452,10 +452,30 @@ class Bank:
     ) -> RecallResult:
         """The facts most relevant to `query` that fit in `budget_tokens`, with the
         trace of how they were chosen. Options (reranker, channels, start, end,
-        observation_budget, settings): see `core.recall.pipeline.recall`."""
-        from core.recall.pipeline import recall
+        observation_budget, settings): see `core.recall.pipeline.recall`.
 
-        return recall(self, query, budget_tokens, networks, now, level, **options)
+        `count_access` (default True): count this recall in each returned unit's
+        `access_count` and `last_accessed_at`. Callers that only inspect recall
+        (the studio's recall debugger, benchmarks) pass False."""
+        from core.recall.pipeline import recall
+        from core.store.units import record_access
+
+        count_access = bool(options.pop("count_access", True))
+        result = recall(self, query, budget_tokens, networks, now, level, **options)
+        if count_access:
+            ids = [i.unit_id for i in (*result.items, *result.observations)]
+            if ids:
+                with self.store.transaction() as tx:
+                    record_access(tx.con, ids, utcnow())
+        return result
+
+    def time_span(
+        self, network: Network | str | None = None
+    ) -> tuple[datetime | None, datetime | None]:
+        """When the bank's (or one network's) active facts occurred: first and last."""
+        from core.store.units import occurrence_span
+
+        return occurrence_span(self.store.reader(), network)
 
     def prepare_recall(self) -> str:
         """Load what recall keeps in memory (the link graph: ~3.5 s at 100,000

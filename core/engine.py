@@ -141,14 +141,23 @@ class Engine:
             )
         )
 
-    def mode(self) -> str:
-        """What produces extraction and answers right now, for a person to read."""
+    def model_status(self):
+        """The one connection check (core.providers.llm.ModelStatus) for the
+        configured model: ready, or why not (none chosen, server down, not pulled)."""
         lm = self.language_model()
         if lm is None:
-            return "offline rules (no language model chosen)"
-        if lm.available():
-            return f"Ollama: {lm.name}"
-        return f"offline rules ({lm.name} not reachable at {lm.host})"
+            from core.providers.llm import ModelStatus
+
+            return ModelStatus("none", "no language model is chosen (Settings)")
+        with lm:
+            return lm.probe()
+
+    def mode(self) -> str:
+        """What produces extraction and answers right now, for a person to read."""
+        status = self.model_status()
+        if status.ready:
+            return f"Ollama: {status.model}"
+        return f"offline rules ({status.reason})"
 
     # -- banks ---------------------------------------------------------------
 

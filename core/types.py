@@ -115,7 +115,8 @@ class Unit:
     embedding_model: str = ""
     created_at: datetime | None = None
     updated_at: datetime | None = None
-    access_count: int = 0
+    access_count: int = 0  # recalls by agents and the studio (not inspection runs)
+    last_accessed_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,8 @@ class GraphPane(Pane):
         if mode == "query":
 
             def work() -> Neighbourhood:
-                result = bank.recall(text, settings=settings)
+                # Looking at recall is not using it: the access counts stay.
+                result = bank.recall(text, settings=settings, count_access=False)
                 return neighbourhood.of_trace(bank, result.trace, result.unit_ids)
 
         elif mode == "unit":

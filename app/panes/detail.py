@@ -144,7 +144,7 @@ class UnitDetail(QWidget):
             ("status", "Status"),
             ("created", "Created"),
             ("updated", "Updated"),
-            ("accessed", "Recalled"),
+            ("accessed", "Usage"),
         ):
             label = QLabel()
             label.setWordWrap(True)
@@ -230,7 +230,7 @@ class UnitDetail(QWidget):
         self.hide_button.setEnabled(status in ("active", "hidden"))
         self.fields["created"].setText(fmt_time(unit.created_at))
         self.fields["updated"].setText(fmt_time(unit.updated_at))
-        self.fields["accessed"].setText(f"{unit.access_count} times")
+        self.fields["accessed"].setText(recalled_text(unit))
         self._load_extras(unit)
 
     def set_entity_names(self, names: dict[str, str]) -> None:
@@ -261,6 +261,13 @@ class UnitDetail(QWidget):
             lambda error: self._show_provenance(gen, None, str(error)),
             key=bank,
         )
+        # A table's page may be older than the last recall: read the count afresh.
+        self.state.runner.run_query(
+            lambda: bank.unit(unit.id),
+            lambda fresh: self._show_recalled(gen, fresh),
+            lambda _error: None,
+            key=bank,
+        )
         self.links.setText("<i>Loading links…</i>")
         names = dict(self.entity_names)
         self.state.runner.run_query(
@@ -269,6 +276,10 @@ class UnitDetail(QWidget):
             lambda error: self._show_links(gen, unit, None, names, str(error)),
             key=bank,
         )
+
+    def _show_recalled(self, gen: int, fresh: Unit) -> None:
+        if gen == self._extra_gen:
+            self.fields["accessed"].setText(recalled_text(fresh))
 
     def _show_provenance(self, gen: int, result: Provenance | None, error: str = "") -> None:
         if gen != self._extra_gen:
@@ -493,3 +504,14 @@ def links_html(
                 f"&nbsp;&nbsp;<span style='color:gray'>and {len(group) - LINKS_PER_KIND} more</span>"
             )
     return "<br>".join(parts)
+
+
+def recalled_text(unit: Unit) -> str:
+    """ "recalled 3 times · last recalled 2026-12-01 18:40": by agents and the studio
+    (the recall debugger's inspection runs are not counted)."""
+    n = unit.access_count
+    if not n:
+        return "never recalled"
+    times = "once" if n == 1 else f"{n} times"
+    last = f" · last recalled {fmt_time(unit.last_accessed_at)}" if unit.last_accessed_at else ""
+    return f"recalled {times}{last}"

@@ -7,6 +7,7 @@ without stalls; the detail panel beside it shows the selected unit in full.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel, QSettings, Qt
@@ -191,8 +192,19 @@ class NetworkPane(Pane):
 
     def set_bank(self, bank: Bank | None) -> None:
         self.detail.show_unit(None)
-        self.model.set_bank(bank)
+        # Date filters belong to a bank's own time line: off, and offered over
+        # this bank's span (not today, not the previous bank's dates).
+        self.filter_bar.reset_dates()
+        self.model.set_bank(bank, self.filter_bar.filters())
         self._show_state()
+        if bank is not None:
+            network = self.network
+            self.state.runner.run_query(
+                lambda: bank.time_span(network),
+                lambda span: self._spanned(bank, span),
+                lambda error: None,
+                key=bank,
+            )
         if bank is not None:
             self.state.runner.run_query(
                 lambda: {e.id: e.name for e in bank.entities()},
@@ -459,7 +471,15 @@ class NetworkPane(Pane):
         self.detail.set_entity_names(names)
         self.filter_bar.set_entity_names(list(names.values()))
 
+    def _spanned(self, bank: Bank, span: tuple[datetime | None, datetime | None]) -> None:
+        if bank is self.bank:
+            self.filter_bar.set_date_span(*span)
+
     def _counted(self, rows: int) -> None:
+        if rows == 0 and self.detail.unit is not None:
+            # Nothing is listed (a filter matching nothing): a unit left in the
+            # detail, with live Edit and Delete, would be one no row stands for.
+            self.detail.show_unit(None)
         self._show_state()
         self._update_count()
 

@@ -607,12 +607,15 @@ class TimelinesPane(Pane):
             self._show_side(opinion_id)
             return
         bank = self.bank
-        if bank is None:
+        # Clearing the list on a bank switch moves the current row through the old
+        # bank's opinions: ask only for an opinion listed from the bank shown now.
+        if bank is None or opinion_id not in {o.id for o in self.opinions}:
             return
         generation = self._generation
         self.state.runner.run_query(
             lambda: {opinion_id: bank.opinion_history(opinion_id)},
             lambda found: self._side_loaded(generation, opinion_id, found),
+            lambda error: self._failed(generation, error),
             key=bank,
         )
 

@@ -20,10 +20,6 @@ from core.types import (
 )
 
 
-class DocumentConflict(EngramError):
-    """A document id is taken by other content (answered 409)."""
-
-
 class RetainFailed(EngramError):
     """No part of a document could be extracted: nothing of it was written (502)."""
 
@@ -32,7 +28,6 @@ class RetainFailed(EngramError):
 STATUS: list[tuple[type[Exception], int]] = [
     (BankNotFoundError, 404),
     (BankExistsError, 409),
-    (DocumentConflict, 409),
     (BankLockedError, 409),
     (EmbeddingMismatchError, 409),
     (InvalidInputError, 422),

@@ -4,7 +4,8 @@ Items sharing a `document_id` become one document, one turn per item in the
 order given; an item without one is a document of its own. `context` is the
 document's title, `timestamp` the turn's time, `metadata["speaker"]` its
 speaker. Each document is ingested in its own transaction, so a retain answers
-only once everything it reports is committed.
+only once everything it reports is committed. Retaining the same content under
+a document id again changes nothing; other content replaces the document.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.bank import Bank
-from core.server.errors import DocumentConflict, RetainFailed, not_supported, refuse
+from core.server.errors import RetainFailed, not_supported, refuse
 from core.server.models import MemoryItem, RetainRequest
 from core.types import Change, Document, Turn
 
@@ -93,18 +94,15 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
     bank's lock."""
     documents = documents_of(request.items)
     stored = _stored_hashes(bank, [d.id for d in documents if d.id])
+    change = Change()
     for document in documents:
         previous = stored.get(document.id) if document.id else None
         if previous is not None and previous != _hash(document):
-            # Hindsight replaces a document retained again under its id; Engram
-            # can do that only once it can delete a document.
-            replace = getattr(bank, "delete_document", None)
-            if replace is None:
-                raise DocumentConflict(
-                    f"document {document.id!r} already holds other content; replacing a "
-                    "document needs Bank.delete_document, which this build does not have"
-                )
-            replace(document.id)
+            # Hindsight replaces a document retained again under its id with other
+            # content. Deleting first (audited, undoable) then ingesting is two
+            # transactions: a crash between them loses the old content, never
+            # an acknowledged new one.
+            change |= bank.delete_document(document.id, actor="agent")
     report = bank.ingest(list(documents), mode=mode)
     failed = [d.id or d.title for d in report.documents if d.status == "failed"]
     if failed:
@@ -122,7 +120,7 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
         "mode": report.mode,
         "documents": [{"id": d.id, "status": d.status, "facts": d.facts} for d in report.documents],
     }
-    return report.change, summary
+    return change | report.change, summary
 
 
 def _stored_hashes(bank: Bank, ids: list[str]) -> dict[str, str]:

@@ -194,9 +194,9 @@ def test_snapshot_uploads_have_their_own_limit(tmp_path):
         try:
             headers = {"Authorization": f"Bearer {TOKEN}"}
             url = handle.url + "/engram/v1/snapshots/import"
-            r = httpx.post(url, content=iter([b"x" * 5000] * 3), headers=headers)
+            r = httpx.post(url, content=iter([b"x" * 5000] * 3), headers=headers, timeout=120)
             assert r.status_code == 413
-            r = httpx.post(url, content=b"x" * 5000, headers=headers)
+            r = httpx.post(url, content=b"x" * 5000, headers=headers, timeout=120)
             assert r.status_code == 422  # within the limit, refused by the importer
             assert engine.banks() == []
         finally:

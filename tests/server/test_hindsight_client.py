@@ -116,9 +116,9 @@ def test_retain_fields_are_kept(client, filled):
     assert dated and dated[0].occurred_start.startswith("2024-03-04") or dated[0].mentioned_at
 
 
-def test_a_document_id_keeps_its_content(client, filled):
-    """The same content again is a no-op; other content under a taken id is a 409
-    (Hindsight would replace the document; Engram needs Bank.delete_document)."""
+def test_a_document_id_names_one_document(client, filled):
+    """The same content again changes nothing; other content under the id
+    replaces the document, as Hindsight does."""
     before = client.list_memories(filled).total
     items = [
         {
@@ -131,10 +131,11 @@ def test_a_document_id_keeps_its_content(client, filled):
     ]
     assert client.retain_batch(filled, items, document_id="chat-1").success
     assert client.list_memories(filled).total == before
-    with pytest.raises(ApiException) as error:
-        client.retain(filled, "Something else entirely.", document_id="chat-1")
-    assert error.value.status == 409 and "Bank.delete_document" in error.value.body
-    assert client.list_memories(filled).total == before
+    client.retain(filled, "Alice sold her sailboat in April.", document_id="chat-1")
+    texts = [m.text for m in client.list_memories(filled, limit=100).items]
+    assert any("sailboat" in t for t in texts)
+    assert not any("Miso" in t for t in texts)
+    assert [d.id for d in run(client.documents.list_documents(filled)).items] == ["chat-1"]
 
 
 def test_retain_async_gives_an_operation_to_poll(client, bank_id):

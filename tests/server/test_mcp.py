@@ -75,7 +75,9 @@ def test_mcp_over_streamable_http(served, http, bank_id):
 
     anyio.run(main)
     assert any(name == bank_id for name, _ in served.changes)  # writes reach the owner
-    r = httpx.post(served.url + "/mcp", json={}, headers={"Authorization": "Bearer wrong"})
+    r = httpx.post(
+        served.url + "/mcp", json={}, headers={"Authorization": "Bearer wrong"}, timeout=120
+    )
     assert r.status_code == 401
 
 

@@ -21,7 +21,9 @@ def test_the_checked_in_document_is_the_served_one(tmp_path):
         handle = start_server(ServedBanks(engine, open_on_demand=True), "127.0.0.1", 0, "t" * 20)
         try:
             served = httpx.get(
-                handle.url + "/openapi.json", headers={"Authorization": "Bearer " + "t" * 20}
+                handle.url + "/openapi.json",
+                headers={"Authorization": "Bearer " + "t" * 20},
+                timeout=120,
             ).json()
         finally:
             handle.stop()

@@ -18,10 +18,12 @@ from tests.server.conftest import TOKEN
 def test_every_request_needs_the_token(served):
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
         for path in ("/health", "/v1/default/banks", "/openapi.json", "/mcp", "/engram/v1/banks"):
-            r = httpx.get(served.url + path, headers=headers)
+            r = httpx.get(served.url + path, headers=headers, timeout=120)
             assert r.status_code == 401, (path, headers)
             assert r.headers["www-authenticate"] == "Bearer"
-    ok = httpx.get(served.url + "/health", headers={"Authorization": f"Bearer {TOKEN}"})
+    ok = httpx.get(
+        served.url + "/health", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120
+    )
     assert ok.status_code == 200
 
 
@@ -75,7 +77,7 @@ def test_a_body_over_the_limit_is_413(small):
     headers = {"Authorization": f"Bearer {TOKEN}"}
     url = small + "/v1/default/banks/limited/memories/recall"
     big = {"query": "x" * 2000}
-    assert httpx.post(url, json=big, headers=headers).status_code == 413
+    assert httpx.post(url, json=big, headers=headers, timeout=120).status_code == 413
 
     def chunks():  # no Content-Length: counted as it streams in
         yield b'{"query": "'
@@ -83,7 +85,9 @@ def test_a_body_over_the_limit_is_413(small):
             yield b"x" * 100
         yield b'"}'
 
-    r = httpx.post(url, content=chunks(), headers={**headers, "content-type": "application/json"})
+    r = httpx.post(
+        url, content=chunks(), headers={**headers, "content-type": "application/json"}, timeout=120
+    )
     assert r.status_code == 413, r.text
     assert "limit" in r.json()["detail"]
 
