@@ -92,11 +92,18 @@ def token_env(monkeypatch):
     monkeypatch.setenv("ENGRAM_API_TOKEN", TOKEN)
 
 
+def without_progress(err: str) -> list[str]:
+    """stderr without progress lines ("label: 3/10 …"): a routed command's work runs
+    in the owner, which reports no progress back."""
+    lines = re.split(r"[\r\n]+", err)
+    return [x.strip() for x in lines if x.strip() and not re.match(r"^[\w ]+: \d+(/\d+)? ", x)]
+
+
 def both(homes, *args: str, new_ids: set[str] = frozenset()) -> tuple[str, str]:
     served, direct = homes
     code_d, out_d, err_d = run_cli("--home", str(direct), *args)
     code_r, out_r, err_r = run_cli("--home", str(served), *args)
-    assert (code_r, err_r.strip()) == (code_d, err_d.strip())
+    assert (code_r, without_progress(err_r)) == (code_d, without_progress(err_d))
     return normalised(out_d, new_ids), normalised(out_r, new_ids)
 
 
@@ -190,7 +197,7 @@ def test_an_engine_error_reads_the_same_routed_as_direct(homes, server, token_en
     served, direct = homes
     for args in (
         ("edit", BANK, "nosuchunit", "--text", "x"),
-        ("recall", BANK, "q", "--budget", "-1"),
+        ("merge", BANK, "Nobody", "Maya"),  # resolved in the owner: same refusal
     ):
         d = run_cli("--home", str(direct), *args)
         r = run_cli("--home", str(served), *args)
