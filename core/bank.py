@@ -40,6 +40,7 @@ from core.types import (
 
 if TYPE_CHECKING:
     from core.curate.audit import AuditEntry
+    from core.curate.documents import DocumentPreview
     from core.curate.retract import RetractPreview
     from core.engine import Engine
     from core.providers.llm import LanguageModel
@@ -268,6 +269,44 @@ class Bank:
 
         return delete_units(self, unit_ids, actor=actor)
 
+    def add_memory(
+        self,
+        text: str,
+        *,
+        network: Network | str = Network.WORLD,
+        occurred_start: datetime | None = None,
+        occurred_end: datetime | None = None,
+        confidence: float | None = None,
+        entity_ids: Sequence[str] = (),
+        actor: str = "user",
+    ) -> Change:
+        """Add one memory by hand (embedded, indexed, linked); audited, undoable.
+        Its id is in `change.added[Kind.UNIT]`."""
+        from core.curate.memories import add_memory
+
+        return add_memory(
+            self,
+            text,
+            network=network,
+            occurred_start=occurred_start,
+            occurred_end=occurred_end,
+            confidence=confidence,
+            entity_ids=entity_ids,
+            actor=actor,
+        )
+
+    def hide_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+        """Hide facts from recall, reflect and the default views without deleting
+        them (what was derived from them follows); audited, undoable."""
+        from core.curate.memories import set_hidden
+
+        return set_hidden(self, unit_ids, True, actor=actor)
+
+    def unhide_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+        from core.curate.memories import set_hidden
+
+        return set_hidden(self, unit_ids, False, actor=actor)
+
     # -- retain (core/retain) ------------------------------------------------
 
     def ingest(
@@ -311,6 +350,39 @@ class Bank:
         from core.retain.documents import list_documents
 
         return list_documents(self.store.reader())
+
+    def document_preview(self, document_id: str) -> DocumentPreview:
+        """What `delete_document` would remove (each unit listed) and change."""
+        from core.curate.documents import document_preview
+
+        return document_preview(self, document_id)
+
+    def delete_document(self, document_id: str, *, actor: str = "user") -> Change:
+        """Delete an ingested document with everything derived only from it: its
+        turns, the units extracted from it (mentions, links), opinion steps it was
+        evidence for (those opinions' confidence replayed), entities only it
+        mentioned; observations that quoted it are rebuilt. Audited, undoable."""
+        from core.curate.documents import delete_document
+
+        return delete_document(self, document_id, actor=actor)
+
+    def reingest_document(
+        self,
+        document_id: str,
+        mode: str = "auto",
+        *,
+        progress: Progress | None = None,
+        cancel: CancelToken | None = None,
+        llm: LanguageModel | None = None,
+    ) -> IngestReport:
+        """Extract a stored document again from its stored turns (replacing what
+        its last ingest wrote, in one transaction). Retain, not curation: not undoable."""
+        from core.retain.documents import stored_document
+
+        document = stored_document(self.store.reader(), document_id)
+        return self.ingest(
+            document, mode=mode, force=True, progress=progress, cancel=cancel, llm=llm
+        )
 
     def turns(self, document_id: str) -> list[Turn]:
         from core.retain.documents import document_turns
@@ -374,10 +446,30 @@ class Bank:
     ) -> RecallResult:
         """The facts most relevant to `query` that fit in `budget_tokens`, with the
         trace of how they were chosen. Options (reranker, channels, start, end,
-        observation_budget, settings): see `core.recall.pipeline.recall`."""
-        from core.recall.pipeline import recall
+        observation_budget, settings): see `core.recall.pipeline.recall`.
 
-        return recall(self, query, budget_tokens, networks, now, level, **options)
+        `count_access` (default True): count this recall in each returned unit's
+        `access_count` and `last_accessed_at`. Callers that only inspect recall
+        (the studio's recall debugger, benchmarks) pass False."""
+        from core.recall.pipeline import recall
+        from core.store.units import record_access
+
+        count_access = bool(options.pop("count_access", True))
+        result = recall(self, query, budget_tokens, networks, now, level, **options)
+        if count_access:
+            ids = [i.unit_id for i in (*result.items, *result.observations)]
+            if ids:
+                with self.store.transaction() as tx:
+                    record_access(tx.con, ids, utcnow())
+        return result
+
+    def time_span(
+        self, network: Network | str | None = None
+    ) -> tuple[datetime | None, datetime | None]:
+        """When the bank's (or one network's) active facts occurred: first and last."""
+        from core.store.units import occurrence_span
+
+        return occurrence_span(self.store.reader(), network)
 
     def prepare_recall(self) -> str:
         """Load what recall keeps in memory (the link graph: ~3.5 s at 100,000

@@ -19,11 +19,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
 from filelock import FileLock, Timeout
 
 from core.bank import Bank
 from core.curate.purge import finish_pending_purge
+from core.home import LABEL, default_home, labelled_folders
+from core.home import read_label as _read_label
 from core.settings import EngineSettings
 from core.store.bank_store import BankStore, utcnow
 from core.store.lock import BankLock
@@ -36,7 +37,6 @@ from core.types import (
     Kind,
 )
 
-LABEL = "bank.json"
 # Beside the banks folder (not in it: it is no bank): held while a name is taken.
 NAMES_LOCK = "bank-names.lock"
 NAMES_LOCK_TIMEOUT = 30.0
@@ -51,11 +51,6 @@ class BankInfo:
     name: str
     folder: Path
     created_at: str
-
-
-def default_home() -> Path:
-    env = os.environ.get("ENGRAM_HOME")
-    return Path(env) if env else Path(platformdirs.user_data_dir("engram-studio", "engram"))
 
 
 def _slug(name: str) -> str:
@@ -146,23 +141,31 @@ class Engine:
             )
         )
 
-    def mode(self) -> str:
-        """What produces extraction and answers right now, for a person to read."""
+    def model_status(self):
+        """The one connection check (core.providers.llm.ModelStatus) for the
+        configured model: ready, or why not (none chosen, server down, not pulled)."""
         lm = self.language_model()
         if lm is None:
-            return "offline rules (no language model chosen)"
-        if lm.available():
-            return f"Ollama: {lm.name}"
-        return f"offline rules ({lm.name} not reachable at {lm.host})"
+            from core.providers.llm import ModelStatus
+
+            return ModelStatus("none", "no language model is chosen (Settings)")
+        with lm:
+            return lm.probe()
+
+    def mode(self) -> str:
+        """What produces extraction and answers right now, for a person to read."""
+        status = self.model_status()
+        if status.ready:
+            return f"Ollama: {status.model}"
+        return f"offline rules ({status.reason})"
 
     # -- banks ---------------------------------------------------------------
 
     def banks(self) -> list[BankInfo]:
-        infos = []
-        for folder in sorted(self.banks_dir.iterdir()):
-            label = _read_label(folder)
-            if label is not None:
-                infos.append(BankInfo(label["name"], folder, label.get("created_at", "")))
+        infos = [
+            BankInfo(label["name"], folder, label.get("created_at", ""))
+            for folder, label in labelled_folders(self.banks_dir)
+        ]
         return sorted(infos, key=lambda b: b.name.lower())
 
     def _find(self, name: str) -> Path:
@@ -304,13 +307,6 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _read_label(folder: Path) -> dict | None:
-    try:
-        return json.loads((folder / LABEL).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _write_label(folder: Path, label: dict) -> None:

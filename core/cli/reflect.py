@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+from core.cli import add_timeout_option
 from core.cli.output import count_arg, print_json, short_time
 from core.engine import Engine
 from core.reflect.values import Reflection
@@ -48,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the reflection(s) as JSON")
     p.add_argument("--prompt", action="store_true", help="also print the system prompt")
+    add_timeout_option(p)
     p.set_defaults(handler=run_reflect)
 
     o = sub.add_parser("opinions", help="list opinions, or one opinion's history")

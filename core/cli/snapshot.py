@@ -48,7 +48,9 @@ def export_bank(args, engine: Engine) -> int:
     path = Path(args.path) if args.path else Path(f"{bank.folder.name}.engram")
     progress = None if args.quiet else progress_printer("export")
     manifest = bank.export_snapshot(path, progress=progress)
-    counts = ", ".join(f"{manifest.counts.get(t, 0)} {t}" for t in ("units", "entities", "links"))
+    # The links table holds each link once per direction; ingest counts pairs: so here.
+    links = manifest.counts.get("links", 0) // 2
+    counts = f"{manifest.counts.get('units', 0)} units, {manifest.counts.get('entities', 0)} entities, {links} links"
     print(f"exported bank {bank.name!r} to {path} ({counts})")
     return 0
 

@@ -32,6 +32,7 @@ from core.curate.action import (
     units_mentioning,
 )
 from core.curate.audit import PURGE, check_actor, record, scrub
+from core.curate.derived import observation_pairs, reconcile
 from core.curate.jobs import queue_observations
 from core.curate.redaction import (
     NameMatcher,
@@ -83,6 +84,7 @@ def purge_entity(
     neighbours = (entities_of(con, purged) | entities_of(con, list(ahead.units))) - {entity_id}
     with bank.store.transaction() as tx:
         c = tx.con
+        pairs = observation_pairs(c, [*purged, *ahead.units])
         bank.store.set_meta(c, PENDING_KEY, True)
         # Planned again inside the transaction: exactly what stays at this moment.
         plan = plan_redactions(c, matcher, purged, entity_id)
@@ -131,7 +133,8 @@ def purge_entity(
             after={"purged": True},
         )
         jobs = queue_observations(c, neighbours)
-        tx.touch([*purged, *plan.units])
+        derived = reconcile(c, [*purged, *plan.units], pairs_before=pairs)
+        tx.touch([*purged, *plan.units, *derived.units])
     try:
         _finish(bank, progress)
     except Exception as error:
@@ -144,7 +147,7 @@ def purge_entity(
             f" {NEXT_OPEN} (it completes the purge)",
         ) from error
     ids = list(plan.units)
-    return Change.of(
+    return derived.change() | Change.of(
         removed={Kind.UNIT: purged, Kind.ENTITY: [entity_id]},
         updated={Kind.UNIT: ids, Kind.ENTITY: neighbours, Kind.DOCUMENT: ["*"] if turns else []},
         added={Kind.JOB: jobs},

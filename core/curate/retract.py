@@ -9,8 +9,11 @@ retract hid: a unit that also mentions another retracted entity stays hidden.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import duckdb
 
 from core.curate.action import (
     Outcome,
@@ -25,6 +28,29 @@ from core.types import Change, EngramError, Network, UnitStatus
 
 if TYPE_CHECKING:
     from core.bank import Bank
+
+
+@dataclass(frozen=True)
+class PreviewFact:
+    """One unit an action would hide or remove, as a confirm dialog lists it."""
+
+    id: str
+    network: str
+    text: str
+    status: str = "active"
+
+
+def preview_facts(
+    con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str]
+) -> tuple[PreviewFact, ...]:
+    """The units, facts first (world, experience, opinion, observation), oldest first."""
+    rows = con.execute(
+        "SELECT id, network, text, status FROM units WHERE id IN (SELECT unnest(?))"
+        " ORDER BY CASE network WHEN 'world' THEN 0 WHEN 'experience' THEN 1"
+        " WHEN 'opinion' THEN 2 ELSE 3 END, occurred_start NULLS LAST, id",
+        [list(unit_ids)],
+    ).fetchall()
+    return tuple(PreviewFact(*r) for r in rows)
 
 
 @dataclass(frozen=True)
@@ -46,6 +72,10 @@ class RetractPreview:
     units_to_redact: int = 0  # units that name it without mentioning it
     # Every occurrence a purge blanks, in context ("turns.text 1a2b-3: …«Grace» is…").
     redactions: tuple[Redaction, ...] = ()
+    # Every unit it hides (or a purge removes), for a person to read before confirming.
+    facts: tuple[PreviewFact, ...] = ()
+    # Entities whose observations quote some of those facts and are rebuilt.
+    rebuilt: tuple[str, ...] = ()
 
     @property
     def total_units(self) -> int:
@@ -96,6 +126,15 @@ def retract_preview(bank: Bank, entity_id: str) -> RetractPreview:
         turns_to_redact=plan.count("turns"),
         units_to_redact=len(plan.units),
         redactions=tuple(plan.redactions),
+        facts=preview_facts(con, unit_ids),
+        rebuilt=tuple(
+            r[0]
+            for r in con.execute(
+                "SELECT name FROM entities WHERE id IN (SELECT unnest(?)) AND status = 'active'"
+                " ORDER BY lower(name)",
+                [sorted(entities_of(con, unit_ids) - {entity_id})],
+            ).fetchall()
+        ),
     )
 
 

@@ -18,7 +18,6 @@ replacement never got its label (or deletes it if the replacement did).
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import logging
 import os
@@ -31,6 +30,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from filelock import Timeout
 
 from core.progress import CancelToken, Progress, check, report
 from core.snapshot.archive import (
@@ -45,7 +45,7 @@ from core.snapshot.validate import validate_tables
 from core.store.bank_store import BankStore, utcnow
 from core.store.failures import is_storage_failure, storage_error
 from core.store.filters import sql_string
-from core.store.lock import LOCK_NAME, BankLock
+from core.store.lock import BankLock, exclusive_lock, is_free
 from core.types import BankExistsError, EngramError, new_id
 
 if TYPE_CHECKING:
@@ -97,27 +97,22 @@ def schema_columns() -> dict[str, dict[str, bool]]:
 
 
 class _FileLock:
-    """An exclusive flock held while an import folder is being built."""
+    """An exclusive lock held while an import folder is being built."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._lock = exclusive_lock(path)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._fd)
-            self._fd = None
-            raise
+            self._lock.acquire()
+        except Timeout:
+            raise BlockingIOError(f"{path} is held by another process") from None
 
     def release(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+        self._lock.release()
 
 
 def _free(path: Path) -> bool:
-    """True if nobody holds an flock on `path` (a missing file is free)."""
+    """True if nobody holds the lock on `path` (a missing file is free)."""
     try:
         lock = _FileLock(path)
     except BlockingIOError:
@@ -145,7 +140,7 @@ def cleanup_stale_imports(banks_dir: Path) -> list[Path]:
             shutil.rmtree(folder, ignore_errors=True)
             touched.append(folder)
     for folder in sorted(banks_dir.glob(REPLACED_PREFIX + "*")):
-        if not folder.is_dir() or not _free(folder / LOCK_NAME):
+        if not folder.is_dir() or not is_free(folder):
             continue
         slug = folder.name[len(REPLACED_PREFIX) :].split("-", 1)[-1]
         home = banks_dir / slug

@@ -362,6 +362,11 @@ class BankStore:
             finally:
                 self._db = duckdb.connect(str(path))
 
+    def advertise(self, url: str | None, token_file=None) -> None:
+        """Record in the lock file that this process serves the bank at `url` (None:
+        no longer), so other processes' commands reach it over HTTP."""
+        self._lock.advertise(url, token_file)
+
     def close(self) -> None:
         if not self._lock.held:
             return

@@ -21,7 +21,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-PRELOAD = ["numpy", "duckdb", "lancedb", "tantivy", "core", "core.engine", "tests.support.children"]
+PRELOAD = [
+    "numpy",
+    "duckdb",
+    "lancedb",
+    "tantivy",
+    "core",
+    "core.engine",
+    "tests.support.children",
+    # The server crash test's children serve HTTP and embed (tests/server).
+    "sentence_transformers",
+    "core.providers.embedder",
+    "core.server",
+    "core.cli",
+]
 
 _context: Any = None
 
@@ -101,7 +114,9 @@ class Child:
 # -- the children the crash tests run ------------------------------------------
 
 
-def store_writer(report: Callable[[object], None], home: str, start: int, batch: int, dim: int) -> None:
+def store_writer(
+    report: Callable[[object], None], home: str, start: int, batch: int, dim: int
+) -> None:
     """Add batches of units for ever; report each batch's number once add_units returned."""
     import numpy as np
 
@@ -135,3 +150,21 @@ def snapshot_importer(
     with Engine(home, embedder=HashEmbedder()) as engine:
         engine.import_snapshot(path, name=name, replace=replace)
     report("done")
+
+
+def engram_serve(report: Callable[[object], None], home: str) -> None:
+    """`engram serve --port 0` itself; each line it prints is reported."""
+    import io
+    import sys
+
+    from core.cli import main
+
+    class Lines(io.TextIOBase):
+        def write(self, text: str) -> int:
+            for line in text.splitlines():
+                if line.strip():
+                    report(line)
+            return len(text)
+
+    sys.stdout = Lines()
+    main(["--home", home, "serve", "--port", "0"])
