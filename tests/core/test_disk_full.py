@@ -108,7 +108,9 @@ def test_import_onto_a_full_disk_changes_no_bank(tmp_path, small_disk, monkeypat
         _leave_free(small_disk, 2 << 20)
         # The pre-flight estimate would refuse it: skip it to fail mid-way instead.
         monkeypatch.setattr(importer, "disk_space_ok", lambda folder, needed: None)
-        with pytest.raises(StorageError, match="the disk is full: .*no bank was (changed|created or replaced)"):
+        with pytest.raises(
+            StorageError, match="the disk is full: .*no bank was (changed|created or replaced)"
+        ):
             engine.import_snapshot(tmp_path / "src.engram")
         assert [b.name for b in engine.banks()] == ["kept"]
         assert not [p for p in engine.banks_dir.iterdir() if p.name.startswith(".import-")]

@@ -182,6 +182,21 @@ def test_llm_reply_corpus(fake_ollama, name):
         assert names == expect["entities"]
 
 
+def test_a_runaway_fact_is_dropped_and_the_good_one_kept():
+    from core.retain.llm_extract import validate_facts
+
+    value = {
+        "facts": [
+            {"text": "x" * (2 << 20), "network": "world"},
+            {"text": "Ann moved to Lisbon.", "network": "world"},
+        ]
+    }
+    facts = validate_facts(value, _exchange())
+    assert [f.text for f in facts] == ["Ann moved to Lisbon."]
+    with pytest.raises(ValueError, match="at most 20,000 characters"):
+        validate_facts({"facts": value["facts"][:1]}, _exchange())
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(alphabet=st.sampled_from('[]{}",:\\ud800 1ax\x00'), max_size=300))
 def test_parse_json_reply_never_raises_anything_but_value_error(text):
