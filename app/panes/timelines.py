@@ -113,6 +113,21 @@ def step_xy(points: list[Point], until: float | None = None) -> tuple[np.ndarray
     return np.append(xs, end), np.append(ys, c[-1])
 
 
+def movement(events) -> float:
+    """Total confidence an opinion has moved: the sum of its steps' sizes
+    (forming is not a move)."""
+    return sum(
+        abs(float(e.confidence_after) - float(e.confidence_before))
+        for e in events
+        if e.confidence_before is not None and e.confidence_after is not None
+    )
+
+
+def by_movement(units: list[Unit], moved: dict[str, float]) -> list[Unit]:
+    """Movers first, the most moved on top; the rest keep their order."""
+    return sorted(units, key=lambda u: -moved.get(u.id, 0.0))
+
+
 def _tip(p: Point, text: str) -> str:
     label = MARKERS.get(p.relation, OTHER_MARKER)[2]
     move = f"{p.before:.2f} → {p.confidence:.2f}" if p.before is not None else f"{p.confidence:.2f}"
@@ -244,6 +259,9 @@ class TimelinePlot(pg.PlotWidget):
             self._hover.hide()
             self.point_hovered.emit(None)
             return
+        vb = self.getPlotItem().getViewBox()
+        # Narrow plots (small windows) get a narrower note, so it still fits beside the point.
+        self._hover.setTextWidth(max(160, min(HOVER_WIDTH, int(vb.width() * 0.48))))
         self._hover.setText(_tip(point, self.texts.get(point.opinion_id, "")))
         self._hover.setPos(QPointF(point.when.timestamp(), point.confidence))
         # Keep the note inside the plot: flip it left / below near the right / top edges.
@@ -252,6 +270,11 @@ class TimelinePlot(pg.PlotWidget):
         self._hover.setAnchor((1.0 if right else 0.0, 0.0 if point.confidence > 0.6 else 1.0))
         self._hover.show()
         self.point_hovered.emit(point)
+
+    def hover_rect(self):
+        """The hover note's rectangle in scene coordinates (tests: it stays in the plot)."""
+        item = self._hover.textItem
+        return item.mapRectToScene(item.boundingRect())
 
     def hover_text(self) -> str:
         return self._hover.textItem.toPlainText() if self._hover.isVisible() else ""
@@ -271,6 +294,7 @@ class TimelinesPane(Pane):
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
         self.opinions: list[Unit] = []
+        self.moved: dict[str, float] = {}  # opinion id -> total movement (movers only)
         self.trajectories: dict[str, object] = {}
         self._generation = 0
         self._quiet = False
@@ -307,10 +331,14 @@ class TimelinesPane(Pane):
         self.list.itemChanged.connect(self._check_changed)
         self.list.currentItemChanged.connect(self._current_changed)
         self.list_status = muted_label()
+        # On a real bank most opinions never move: list the movers, the rest on demand.
+        self.show_all = QCheckBox("Show opinions that never moved")
+        self.show_all.toggled.connect(self._filter_movers)
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
-        ll.addWidget(QLabel("<b>Opinions</b> (check to overlay)"))
+        ll.addWidget(QLabel("<b>Opinions</b> (check to overlay; ↕ = total movement)"))
+        ll.addWidget(self.show_all)
         ll.addWidget(self.list, 1)
         ll.addWidget(self.list_status)
 
@@ -431,17 +459,20 @@ class TimelinesPane(Pane):
         self._generation += 1
         generation = self._generation
 
-        def work() -> list[Unit]:
+        def work() -> tuple[list[Unit], dict[str, float]]:
             units = bank.opinions(entity, limit=2000)
+            changes = bank.opinions_changed(start, end)
+            moved = {c.opinion.id: movement(c.events) for c in changes}
+            moved = {k: v for k, v in moved.items() if v > 0}
             if start is not None or end is not None:
-                changed = {c.opinion.id for c in bank.opinions_changed(start, end)}
+                changed = {c.opinion.id for c in changes}
                 units = [u for u in units if u.id in changed]
-            return units
+            return by_movement(units, moved), moved
 
         self.list_status.setText("Reading opinions…")
         self.state.runner.run_query(
             work,
-            lambda units: self._listed(generation, units, checked),
+            lambda found: self._listed(generation, *found, checked),
             lambda error: self._failed(generation, error),
             key=bank,
         )
@@ -450,10 +481,13 @@ class TimelinesPane(Pane):
         if generation == self._generation:
             self.list_status.setText(f"Could not read opinions: {describe(error)}")
 
-    def _listed(self, generation: int, units: list[Unit], checked: set[str]) -> None:
+    def _listed(
+        self, generation: int, units: list[Unit], moved: dict[str, float], checked: set[str]
+    ) -> None:
         if generation != self._generation:
             return
         self.opinions = units
+        self.moved = moved
         filtered = bool(self.entity.text().strip() or self.use_range.isChecked())
         if not units and not filtered:
             self.stack.setCurrentWidget(self.empty)
@@ -461,11 +495,13 @@ class TimelinesPane(Pane):
         self.stack.setCurrentWidget(self.body)
         self._quiet = True
         self.list.clear()
-        # With nothing checked before, the three most confident start overlaid.
+        # With nothing checked before, the three that moved most start overlaid.
         keep = checked & {u.id for u in units} or {u.id for u in units[:3]}
         for unit in units:
             conf = "—" if unit.confidence is None else f"{unit.confidence:.2f}"
-            item = QListWidgetItem(f"{conf}  {unit.text}")
+            move = moved.get(unit.id)
+            mark = f"↕{move:.2f}  " if move else ""
+            item = QListWidgetItem(f"{mark}{conf}  {unit.text}")
             item.setData(Qt.ItemDataRole.UserRole, unit.id)
             item.setToolTip(unit.text)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -474,14 +510,34 @@ class TimelinesPane(Pane):
             )
             self.list.addItem(item)
         self._quiet = False
+        movers = sum(1 for u in units if u.id in moved)
         self.list_status.setText(
-            f"{len(units)} opinions" + (" match the filters" if filtered else "")
+            f"{len(units)} opinions, {movers} moved" + (" · match the filters" if filtered else "")
             if units
             else "No opinion matches the filters."
         )
+        self._filter_movers()
         if units and self.list.currentRow() < 0:
             self.list.setCurrentRow(0)
         self._plot_checked()
+
+    def _filter_movers(self, *_: object) -> None:
+        """Hide the opinions that never moved unless asked (or nothing moved)."""
+        show_all = self.show_all.isChecked() or not any(
+            self.list.item(i).data(Qt.ItemDataRole.UserRole) in self.moved
+            for i in range(self.list.count())
+        )
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            item.setHidden(not show_all and item.data(Qt.ItemDataRole.UserRole) not in self.moved)
+
+    def listed_ids(self, visible_only: bool = True) -> list[str]:
+        """The opinions in the list, in order (only the shown ones by default)."""
+        return [
+            self.list.item(i).data(Qt.ItemDataRole.UserRole)
+            for i in range(self.list.count())
+            if not (visible_only and self.list.item(i).isHidden())
+        ]
 
     def checked_ids(self) -> list[str]:
         return [

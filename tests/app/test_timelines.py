@@ -161,3 +161,36 @@ def test_no_bank_and_empty_bank_are_explained(qtbot, engine) -> None:
     qtbot.waitUntil(lambda: pane.stack.currentWidget() is pane.empty, timeout=10_000)
     assert "No opinions" in pane.empty.text()
     runner.shutdown()
+
+
+def test_movers_are_listed_first_by_movement_and_the_toggle_shows_the_rest(
+    qtbot, pane, history
+) -> None:
+    bank, a, b, _w = history
+    everyone = {u.id for u in bank.opinions(None, limit=2000)}
+    assert len(everyone) > 2  # the small bank has opinions that never moved
+    # A moved 0.1 + 0.2 + 0.1, B only 0.1: A on top, and only the movers shown.
+    assert pane.listed_ids() == [a, b]
+    assert pane.list.item(0).text().startswith("↕0.40")
+    assert "2 moved" in pane.list_status.text()
+    assert set(pane.checked_ids()) >= {a, b}
+    pane.show_all.setChecked(True)
+    assert pane.listed_ids()[:2] == [a, b]
+    assert set(pane.listed_ids()) == everyone
+    pane.show_all.setChecked(False)
+    assert pane.listed_ids() == [a, b]
+
+
+def test_hover_cards_stay_inside_a_small_plot(qtbot, pane, history) -> None:
+    _bank, a, b, _w = history
+    pane.resize(900, 560)
+    with qtbot.waitSignal(pane.shown, timeout=10_000):
+        pane.set_checked([a, b])
+    qtbot.wait(50)  # no fixed sleep for logic: only lets the resize lay out
+    box = pane.plot.getPlotItem().getViewBox().sceneBoundingRect()
+    for opinion_id in (a, b):
+        for point in pane.plot.points[opinion_id]:
+            pane.plot.hover(point)
+            pane.plot.grab()  # the note places itself when painted
+            card = pane.plot.hover_rect()
+            assert box.adjusted(-2, -2, 2, 2).contains(card), (point.relation, card, box)
