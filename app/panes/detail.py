@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -216,8 +216,10 @@ class UnitDetail(QWidget):
             "—" if unit.confidence is None else f"{unit.confidence:.2f}"
         )
         self._show_entities()
+        # Turn ids mean nothing to a reader: the speakers and times replace them once read.
+        n = len(unit.source_ids)
         self.fields["sources"].setText(
-            ", ".join(unit.source_ids) if unit.source_ids else "none (added by hand)"
+            f"{n} turn{'s' if n != 1 else ''} (reading…)" if n else "none (added by hand)"
         )
         extraction = str(unit.extraction_mode)
         if unit.model:
@@ -289,6 +291,8 @@ class UnitDetail(QWidget):
             return
         self.provenance.setHtml(provenance_html(result))
         self.provenance.scrollToAnchor("used")
+        if result.sources:
+            self.fields["sources"].setText(source_turns_text(result.sources))
 
     def _show_links(
         self, gen: int, unit: Unit, result: Any, names: dict[str, str], error: str = ""
@@ -403,6 +407,7 @@ class Provenance:
     used: set[str]
     before: bool = False  # turns exist before / after the ones shown
     after: bool = False
+    sources: list[Any] = field(default_factory=list)  # every source turn, in source order
 
 
 def load_provenance(bank: Bank, unit: Unit) -> Provenance:
@@ -429,12 +434,28 @@ def load_provenance(bank: Bank, unit: Unit) -> Provenance:
             max(0, min(at) - CONTEXT_TURNS),
             min(len(conversation), max(at) + CONTEXT_TURNS + 1),
         )
-        return Provenance(document.title, conversation[lo:hi], used, lo > 0, hi < len(conversation))
-    return Provenance("", turns, used)
+        return Provenance(
+            document.title, conversation[lo:hi], used, lo > 0, hi < len(conversation), turns
+        )
+    return Provenance("", turns, used, sources=turns)
 
 
 def _text_of(turns: list[Any], turn_id: str) -> str:
     return next((t.text for t in turns if t.id == turn_id), "")
+
+
+SOURCE_TURNS_LISTED = 4
+
+
+def source_turns_text(turns: list[Any]) -> str:
+    """ "Alice · 2025-03-01 10:00; Bob · 2025-03-01 10:02 and 3 more": who said
+    the turns a unit came from, and when."""
+    shown = [
+        f"{t.speaker} · {fmt_time(t.timestamp)}" if t.timestamp else str(t.speaker)
+        for t in turns[:SOURCE_TURNS_LISTED]
+    ]
+    more = len(turns) - SOURCE_TURNS_LISTED
+    return "; ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def provenance_html(p: Provenance) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from app.panes.detail import UnitDetail
 from app.runner import Runner
 from app.state import StudioState
+from app.unit_model import fmt_time
+from core import Network
 
 
 def test_the_detail_shows_recalled_n_times_and_when(qtbot, small_bank, embedder):
@@ -25,5 +27,25 @@ def test_the_detail_shows_recalled_n_times_and_when(qtbot, small_bank, embedder)
         never = next(u for u in small_bank.units(limit=300) if u.access_count == 0)
         detail.show_unit(never)
         assert detail.fields["accessed"].text() == "never recalled"
+    finally:
+        runner.shutdown()
+
+
+def test_source_turns_show_speakers_and_times_not_ids(qtbot, demo_engine):
+    bank = demo_engine.open_bank("Demo")
+    runner = Runner()
+    state = StudioState(demo_engine, runner)
+    state.set_bank(bank)
+    detail = UnitDetail(state)
+    qtbot.addWidget(detail)
+    try:
+        observation = next(u for u in bank.units(Network.OBSERVATION, limit=50) if u.source_ids)
+        turns = bank.provenance(observation.id)
+        assert turns
+        detail.show_unit(observation)
+        field = detail.fields["sources"]
+        qtbot.waitUntil(lambda: turns[0].speaker in field.text(), timeout=10_000)
+        assert fmt_time(turns[0].timestamp) in field.text()
+        assert not any(s in field.text() for s in observation.source_ids)
     finally:
         runner.shutdown()
