@@ -62,18 +62,20 @@ LEVELS = (("low", "low · 20 per channel"), ("mid", "mid · 50"), ("high", "high
 RERANKERS = (("", "bank default"), ("heuristic", "heuristic"), ("none", "none (fused order)"))
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 # The fused table: key, header, what the column means (the header's tooltip).
+# What decided the answer (final place, tokens, packed) comes first, so it never
+# scrolls out of sight; the fact takes the spare width; the diagnostics follow, compact.
 FUSED_COLUMNS = (
     ("rank", "#", "Place after reciprocal rank fusion"),
+    ("final", "final", "Place after reranking"),
+    ("budget", "budget", "Whether it fit the token budget"),
+    ("tokens", "tok.", "Tokens the fact takes"),
     ("fact", "fact", "The fact (hover for all of it and its id)"),
     ("rrf", "RRF", "Fused score: the sum of what the channels contributed"),
-    ("semantic", "sem.", "Semantic channel: its rank · what it added, 1 / (k + rank)"),
-    ("lexical", "lex.", "Lexical (BM25) channel: its rank · what it added"),
-    ("graph", "graph", "Graph (activation) channel: its rank · what it added"),
-    ("temporal", "time", "Temporal channel: its rank · what it added"),
+    ("semantic", "sem.", "Semantic channel: its rank (hover: what it added, 1 / (k + rank))"),
+    ("lexical", "lex.", "Lexical (BM25) channel: its rank (hover: what it added)"),
+    ("graph", "graph", "Graph (activation) channel: its rank (hover: what it added)"),
+    ("temporal", "time", "Temporal channel: its rank (hover: what it added)"),
     ("rerank", "rerank", "The reranker's score"),
-    ("final", "final", "Place after reranking"),
-    ("tokens", "tok.", "Tokens the fact takes"),
-    ("budget", "budget", "Whether it fit the token budget"),
 )
 FUSED_KEYS = tuple(key for key, _h, _t in FUSED_COLUMNS)
 FIT_COLOR = "#16a34a"
@@ -519,10 +521,8 @@ class RecallDebuggerPane(Pane):
         header = self.fused_table.horizontalHeader()
         for col in range(self.fused_table.columnCount()):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
-        # The fact keeps a readable width; the numbers scroll beside it if the pane is narrow.
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(1, 240)
-        header.setStretchLastSection(True)
+        # The fact takes what the numbers leave, so the table fits without scrolling.
+        header.setSectionResizeMode(FUSED_KEYS.index("fact"), QHeaderView.ResizeMode.Stretch)
         header.setMinimumSectionSize(28)
         self.fused_table.unit_selected.connect(self.select_unit)
         fused_box = QWidget()
@@ -550,8 +550,24 @@ class RecallDebuggerPane(Pane):
         bl.setContentsMargins(2, 2, 2, 2)
         bl.addWidget(self.budget_bar)
 
+        # The selected fact in full: channel tables cut long facts to one line.
+        self.fact_strip = QLabel()
+        self.fact_strip.setObjectName("fact-strip")
+        self.fact_strip.setWordWrap(True)
+        self.fact_strip.setTextFormat(Qt.TextFormat.PlainText)
+        self.fact_strip.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.fact_strip.setFrameShape(QFrame.Shape.StyledPanel)
+        self.fact_strip.setMargin(4)
+        self.fact_strip.setVisible(False)  # collapsed until a fact is selected
+        channels_box = QWidget()
+        cbl = QVBoxLayout(channels_box)
+        cbl.setContentsMargins(0, 0, 0, 0)
+        cbl.setSpacing(2)
+        cbl.addWidget(channels, 1)
+        cbl.addWidget(self.fact_strip)
+
         self.splitter = QSplitter(Qt.Orientation.Vertical)
-        self.splitter.addWidget(channels)
+        self.splitter.addWidget(channels_box)
         self.splitter.addWidget(lower)
         self.splitter.setSizes([260, 420])
         body = QWidget()
@@ -670,6 +686,7 @@ class RecallDebuggerPane(Pane):
         view = trace_view(result.trace)
         self.view_data = view
         self.selected = None
+        self._show_fact(None)
         self.stack.setCurrentWidget(self.body)
         self.save_button.setEnabled(True)
 
@@ -720,10 +737,24 @@ class RecallDebuggerPane(Pane):
         table.setRowCount(len(view.fused))
         for r, row in enumerate(view.fused):
             text = self.texts.get(row.unit_id, row.unit_id)
-            cells = [
-                _item(str(row.rank), row.unit_id, True),
-                _item(_short(text, 120), row.unit_id, tip=f"{text}\n\nid {row.unit_id}"),
-                _item(
+            status_item = _item(
+                row.status,
+                row.unit_id,
+                tip=f"tried with {row.left} tokens left" if row.status == "skipped" else "",
+            )
+            if row.status == "packed":
+                status_item.setForeground(QColor(FIT_COLOR))
+            elif row.status == "skipped":
+                status_item.setForeground(QColor(SKIP_COLOR))
+            cells = {
+                "rank": _item(str(row.rank), row.unit_id, True),
+                "final": _item(
+                    "—" if row.final_rank is None else str(row.final_rank), row.unit_id, True
+                ),
+                "budget": status_item,
+                "tokens": _item("—" if row.tokens is None else str(row.tokens), row.unit_id, True),
+                "fact": _item(_short(text, 120), row.unit_id, tip=f"{text}\n\nid {row.unit_id}"),
+                "rrf": _item(
                     f"{row.score:.4f}" + (f" ×{row.factor:g}" if row.factor != 1.0 else ""),
                     row.unit_id,
                     True,
@@ -731,39 +762,24 @@ class RecallDebuggerPane(Pane):
                     if row.factor != 1.0
                     else "",
                 ),
-            ]
-            for name in CHANNELS:
-                c = row.contributions.get(name)
-                cells.append(
-                    _item(
-                        f"#{c[0]} · {c[1]:.4f}" if c else "—",
-                        row.unit_id,
-                        True,
-                        f"{name}: rank {c[0]}, adds {c[1]:.5f} to the fused score"
-                        if c
-                        else f"not in {name}",
-                    )
-                )
-            cells.append(
-                _item(
+                "rerank": _item(
                     "—" if row.rerank_score is None else f"{row.rerank_score:.4f}",
                     row.unit_id,
                     True,
+                ),
+            }
+            for name in CHANNELS:
+                c = row.contributions.get(name)
+                cells[name] = _item(
+                    f"#{c[0]}" if c else "—",
+                    row.unit_id,
+                    True,
+                    f"{name}: rank {c[0]}, adds {c[1]:.5f} to the fused score"
+                    if c
+                    else f"not in {name}",
                 )
-            )
-            cells.append(
-                _item("—" if row.final_rank is None else str(row.final_rank), row.unit_id, True)
-            )
-            cells.append(_item("—" if row.tokens is None else str(row.tokens), row.unit_id, True))
-            status = row.status if row.status != "skipped" else f"skipped ({row.left} left)"
-            status_item = _item(status, row.unit_id)
-            if row.status == "packed":
-                status_item.setForeground(QColor(FIT_COLOR))
-            elif row.status == "skipped":
-                status_item.setForeground(QColor(SKIP_COLOR))
-            cells.append(status_item)
-            for col, cell in enumerate(cells):
-                table.setItem(r, col, cell)
+            for col, key in enumerate(FUSED_KEYS):
+                table.setItem(r, col, cells[key])
 
     # -- selection -------------------------------------------------------------------------------
 
@@ -774,6 +790,22 @@ class RecallDebuggerPane(Pane):
             table.select_unit(unit_id)
         self.budget_bar.select(unit_id)
         self.graph.select(unit_id)
+        self._show_fact(unit_id)
+
+    def _show_fact(self, unit_id: str | None) -> None:
+        """The selected fact's full text and where each channel ranked it."""
+        text = self.texts.get(unit_id) if unit_id else None
+        self.fact_strip.setVisible(text is not None)
+        if text is None:
+            self.fact_strip.clear()
+            return
+        places = [
+            f"{name} #{table.row_of(unit_id) + 1}"
+            for name, table in self.channel_tables.items()
+            if table.row_of(unit_id) >= 0
+        ]
+        where = " · ".join(places) if places else "in no channel"
+        self.fact_strip.setText(f"{text}\n— {where} · id {unit_id}")
 
     def prepare_screenshot(self, idle) -> None:
         """For `engram screenshot`: a demo query naming a speaker (so speaker focus

@@ -189,7 +189,9 @@ def test_the_lists_match_the_trace(qtbot, studio, small_bank) -> None:
         for name in CHANNELS:
             cell = fused.item(r, headers.index(name)).text()
             c = f["contributions"].get(name)
-            assert cell == (f"#{c['rank']} · {c['value']:.4f}" if c else "—")
+            assert cell == (f"#{c['rank']}" if c else "—")
+            if c:
+                assert f"adds {c['value']:.5f}" in fused.item(r, headers.index(name)).toolTip()
         rerank = next(s for s in trace["rerank"]["scores"] if s["id"] == f["id"])
         assert fused.item(r, headers.index("rerank")).text() == f"{rerank['score']:.4f}"
         assert (
@@ -197,9 +199,9 @@ def test_the_lists_match_the_trace(qtbot, studio, small_bank) -> None:
             == trace["rerank"]["order"].index(f["id"]) + 1
         )
         status = fused.item(r, headers.index("budget")).text()
-        assert status == (
-            "packed" if f["id"] in trace["packing"]["packed"] else "skipped (324 left)"
-        )
+        assert status == ("packed" if f["id"] in trace["packing"]["packed"] else "skipped")
+        if status == "skipped":
+            assert "324 tokens left" in fused.item(r, headers.index("budget")).toolTip()
     assert "heuristic" in pane.fused_title.text()
 
     bar = pane.budget_bar
@@ -292,3 +294,46 @@ def test_no_bank_is_explained(qtbot, studio) -> None:
     qtbot.addWidget(pane)
     assert pane.stack.currentWidget() is pane.no_bank
     assert not pane.run_button.isEnabled()
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1440, 900)])
+def test_the_fused_table_fits_its_width_with_final_rank_tokens_and_budget(
+    qtbot, studio, small_bank, size
+) -> None:
+    pane = RecallDebuggerPane(studio)
+    qtbot.addWidget(pane)
+    pane.resize(*size)
+    pane.show()
+    result = make_result(small_bank)
+    with qtbot.waitSignal(pane.graph.layout_ready, timeout=10_000):
+        pane.show_result(result, of_trace(small_bank, result.trace, result.unit_ids))
+    fused = pane.fused_table
+    qtbot.waitUntil(lambda: fused.viewport().width() > 0)
+    header = fused.horizontalHeader()
+    assert header.length() <= fused.viewport().width()
+    assert not fused.horizontalScrollBar().isVisible()
+    for key in ("final", "tokens", "budget", "fact"):
+        col = FUSED_KEYS.index(key)
+        assert not header.isSectionHidden(col)
+        assert header.sectionViewportPosition(col) + header.sectionSize(col) <= (
+            fused.viewport().width()
+        )
+    assert header.sectionSize(FUSED_KEYS.index("fact")) >= 160  # still readable
+
+
+def test_selecting_a_fact_shows_its_full_text_in_the_detail_strip(
+    qtbot, studio, small_bank
+) -> None:
+    pane = RecallDebuggerPane(studio)
+    qtbot.addWidget(pane)
+    pane.show()
+    result = make_result(small_bank)
+    with qtbot.waitSignal(pane.graph.layout_ready, timeout=10_000):
+        pane.show_result(result, of_trace(small_bank, result.trace, result.unit_ids))
+    assert not pane.fact_strip.isVisible()  # nothing selected: the strip is collapsed
+    table = pane.channel_tables["lexical"]
+    table.selectRow(0)
+    unit = small_bank.unit(table.unit_ids()[0])
+    assert pane.fact_strip.isVisible()
+    assert pane.fact_strip.text().startswith(unit.text)
+    assert "lexical #1" in pane.fact_strip.text()
