@@ -124,6 +124,72 @@ def diff_html(text: str, others: Sequence[str]) -> str:
     return "".join(parts)
 
 
+QUOTE_CHARS = 70
+DIFFERENCES_LISTED = 3
+COLUMN_MIN_WIDTH = 300  # beyond three columns the comparison scrolls sideways
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return f"“{text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + '…'}”"
+
+
+def differences(reflection: Reflection, others: Sequence[Reflection]) -> list[str]:
+    """What sets one answer apart from the others', in evidence: the facts only it
+    uses, the ones the others use that it leaves out (and why), or, with the same
+    facts, what it puts first."""
+    if not others:
+        return []
+    mine = reflection.evidence_ids
+    theirs = {u for o in others for u in o.evidence_ids}
+    texts = {e.unit_id: e.text for r in (reflection, *others) for e in r.evidence}
+    reasons = {x.unit_id: x.reason for x in reflection.left_out}
+    out = []
+    only = [u for u in mine if u not in theirs]
+    if only:
+        out.append(
+            f"Only this profile uses {len(only)}: "
+            + "; ".join(_quote(texts[u]) for u in only[:DIFFERENCES_LISTED])
+        )
+    missing = [u for u in dict.fromkeys(u for o in others for u in o.evidence_ids) if u not in mine]
+    if missing:
+        out.append(
+            f"Leaves out {len(missing)} the others use: "
+            + "; ".join(
+                _quote(texts[u]) + (f" ({reasons[u]})" if u in reasons else "")
+                for u in missing[:DIFFERENCES_LISTED]
+            )
+        )
+    if not out and mine:
+        firsts = {o.evidence_ids[0] for o in others if o.evidence_ids}
+        if firsts != {mine[0]}:
+            out.append(f"Same facts, but puts first {_quote(texts[mine[0]])}")
+        else:
+            out.append("Same facts in the same lead as the others")
+    return out
+
+
+def offline_body(answer: str) -> str:
+    """An extractive answer without its preamble (what it is, Θ, the question): the
+    banner says it once for every column, and the columns differ in what follows."""
+    lines = answer.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Question:"):
+            return "\n".join(lines[i + 1 :]).strip("\n")
+    return answer
+
+
+def answer_html(reflection: Reflection, others: Sequence[Reflection]) -> str:
+    """The column's answer: offline, what differs first, then the body with the
+    words that differ from the closest other answer highlighted."""
+    if not reflection.offline:
+        return diff_html(reflection.answer, [o.answer for o in others])
+    head = "".join(f"<li>{html.escape(d)}</li>" for d in differences(reflection, others))
+    head = f"<p><b>What differs</b></p><ul style='margin-top:0'>{head}</ul>" if head else ""
+    body = diff_html(offline_body(reflection.answer), [offline_body(o.answer) for o in others])
+    return head + body
+
+
 # -- widgets ---------------------------------------------------------------------------------
 
 
@@ -200,12 +266,12 @@ class ReflectionColumn(QFrame):
     commit_requested = Signal(object)  # Reflection
 
     def __init__(
-        self, reflection: Reflection, others: Sequence[str], parent: QWidget | None = None
+        self, reflection: Reflection, others: Sequence[Reflection], parent: QWidget | None = None
     ) -> None:
         super().__init__(parent)
         self.reflection = reflection
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setMinimumWidth(220)
+        self.setMinimumWidth(COLUMN_MIN_WIDTH)
         layout = QVBoxLayout(self)
         title = QLabel(f"<b>{html.escape(theta_label(reflection.disposition))}</b>")
         title.setWordWrap(True)
@@ -226,7 +292,7 @@ class ReflectionColumn(QFrame):
         if reflection.error:
             self.answer.setHtml(f"<p style='color:#dc2626'>{html.escape(reflection.error)}</p>")
         else:
-            self.answer.setHtml(diff_html(reflection.answer, others))
+            self.answer.setHtml(answer_html(reflection, others))
         self.answer.setToolTip("Highlighted: words that differ from the closest other answer")
         layout.addWidget(QLabel("Answer"))
         layout.addWidget(self.answer, 3)
@@ -366,6 +432,7 @@ class ReflectPane(Pane):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(self.columns_host)
+        self.columns_scroll = scroll
         compare_tab = QWidget()
         cl = QVBoxLayout(compare_tab)
         cl.addLayout(qrow)
@@ -582,9 +649,9 @@ class ReflectPane(Pane):
         self.comparison = comparison
         self._clear_columns()
         self.columns_empty.hide()
-        answers = [r.answer for r in comparison.reflections]
-        for i, reflection in enumerate(comparison.reflections):
-            others = [a for j, a in enumerate(answers) if j != i]
+        reflections = list(comparison.reflections)
+        for i, reflection in enumerate(reflections):
+            others = [r for j, r in enumerate(reflections) if j != i and r.ok]
             column = ReflectionColumn(reflection, others)
             column.commit_requested.connect(self.commit)
             self.columns.append(column)

@@ -114,3 +114,33 @@ def test_the_profile_list_holds_two_to_four(qtbot, pane) -> None:
     pane.profiles.setCurrentRow(0)
     pane.remove_button.click()
     assert len(pane.dispositions()) == 3 and pane.add_button.isEnabled()
+
+
+def test_offline_answers_open_with_what_differs_and_four_columns_scroll(
+    qtbot, pane, demo_state
+) -> None:
+    pane.resize(1280, 720)
+    pane.show()
+    profiles = [
+        Disposition(5, 5, 1, 0.9),
+        Disposition(1, 1, 5, 0.1),
+        Disposition(3, 3, 3, 0.5),
+        Disposition(5, 1, 5, 0.2),
+    ]
+    pane.set_profiles(profiles)
+    pane.query.setText("What went wrong with Atlas in June?")
+    with qtbot.waitSignal(pane.compared, timeout=120_000):
+        pane.compare_button.click()
+    assert len(pane.columns) == 4
+    for column in pane.columns:
+        text = column.answer.toPlainText()
+        # The differences lead; the preamble every column shares is gone.
+        assert text.startswith("What differs"), text[:200]
+        assert "no language model was used" not in text
+        assert "Question:" not in text
+    # Four columns do not squeeze below a readable width: the row scrolls instead.
+    host, scroll = pane.columns_host, pane.columns_scroll
+    qtbot.waitUntil(lambda: pane.columns[-1].x() > 3 * 300)  # laid out side by side
+    assert all(c.width() >= c.minimumWidth() >= 300 for c in pane.columns)
+    assert host.width() > scroll.viewport().width()
+    qtbot.waitUntil(lambda: scroll.horizontalScrollBar().maximum() > 0)
