@@ -31,6 +31,8 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QStackedWidget,
@@ -487,6 +489,9 @@ class RecallDebuggerPane(Pane):
         row3.addStretch(1)
         self.status = muted_label()
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # A long status (notes, reference time) wraps instead of widening the pane.
+        self.status.setWordWrap(True)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
         # -- the channels --
         self.channel_tables: dict[str, _Table] = {}
@@ -515,6 +520,7 @@ class RecallDebuggerPane(Pane):
 
         # -- fused and reranked, and the graph --
         self.fused_title = QLabel()
+        self.fused_title.setWordWrap(True)
         self.fused_table = _Table([header for _key, header, _tip in FUSED_COLUMNS])
         for col, (_key, _header, tip) in enumerate(FUSED_COLUMNS):
             self.fused_table.horizontalHeaderItem(col).setToolTip(tip)
@@ -534,11 +540,21 @@ class RecallDebuggerPane(Pane):
         self.graph = GraphWidget(runner=state.runner)
         self._graph_settings: dict[str, Any] = {}  # recall overrides from the graph's budgets
         self.graph.recall_rerun = self._recall_with
+        # Its own controls ask for more height than a 720-pixel window leaves here.
+        self.graph.setMinimumHeight(200)
         self.graph.node_clicked.connect(self.select_unit)
         self.graph.node_clicked.connect(self.unit_requested)
+        # The graph's controls need ~580 px; in a small window they scroll inside their
+        # half rather than squeezing the fused table's fact column to nothing.
+        graph_scroll = QScrollArea()
+        graph_scroll.setWidgetResizable(True)
+        graph_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        graph_scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        graph_scroll.setWidget(self.graph)
+        graph_scroll.setMinimumWidth(300)
         lower = QSplitter(Qt.Orientation.Horizontal)
         lower.addWidget(fused_box)
-        lower.addWidget(self.graph)
+        lower.addWidget(graph_scroll)
         lower.setStretchFactor(0, 3)
         lower.setStretchFactor(1, 2)
         lower.setSizes([840, 560])

@@ -352,6 +352,7 @@ class TimelinesPane(Pane):
             )
         )
         legend.setTextFormat(Qt.TextFormat.RichText)
+        legend.setWordWrap(True)  # one line at 1440, two in a 1280 window: never wider
         centre = QWidget()
         cl = QVBoxLayout(centre)
         cl.setContentsMargins(0, 0, 0, 0)

@@ -1,0 +1,39 @@
+"""At 1280x720 every pane fits its tab without scrolling, and every tab is reachable."""
+
+from __future__ import annotations
+
+from app.panes.recall_debugger import FUSED_KEYS
+from tests.app.conftest import wait_idle
+
+
+def test_every_pane_fits_a_1280x720_window(qtbot, make_window, small_bank) -> None:
+    window = make_window(start=True)
+    window.resize(1280, 720)
+    wait_idle(qtbot, window.state.runner)
+    recall = next(p for p in window.panes if p.slug == "recall")
+    recall.query.setText("What is the Atlas project and who works on it, and when did it ship?")
+    with qtbot.waitSignal(recall.recalled, timeout=20_000):
+        recall.run()
+    bar = window.tabs.tabBar()
+    assert bar.usesScrollButtons()  # 15 tabs overflow: the bar scrolls to each of them
+    too_big = []
+    for i in range(window.tabs.count()):
+        window.tabs.setCurrentIndex(i)
+        host = window.tabs.widget(i)
+        qtbot.waitUntil(lambda host=host: host.viewport().width() > 0)
+        pane = host.widget()
+        need, room = pane.minimumSizeHint(), host.viewport().size()
+        if need.width() > room.width() or need.height() > room.height():
+            too_big.append((pane.slug, need.toTuple(), room.toTuple()))
+    assert too_big == []
+    # In the window itself the fused table still fits, its fact column readable.
+    window.tabs.setCurrentWidget(next(h for h in _hosts(window) if h.widget() is recall))
+    fused = recall.fused_table
+    qtbot.waitUntil(lambda: fused.viewport().width() > 0)
+    header = fused.horizontalHeader()
+    assert header.length() <= fused.viewport().width()
+    assert header.sectionSize(FUSED_KEYS.index("fact")) >= 120
+
+
+def _hosts(window):
+    return [window.tabs.widget(i) for i in range(window.tabs.count())]
