@@ -28,17 +28,12 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def parse_args(args: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="engram", description="Open Engram Studio.")
-    parser.add_argument("--home", help="data folder (default: ENGRAM_HOME or the user data dir)")
-    parser.add_argument(
-        "--no-demo", action="store_true", help="do not build the demo bank on a first start"
-    )
-    return parser.parse_args(list(args))
+def run_studio(options: argparse.Namespace | Sequence[str]) -> int:
+    """Open the studio; `options` parsed by `engram`'s parser (or its words)."""
+    if not isinstance(options, argparse.Namespace):
+        from app.main import build_parser
 
-
-def run_studio(args: Sequence[str]) -> int:
-    options = parse_args(args)
+        options = build_parser().parse_args(list(options))
     if not has_display():
         print(NO_DISPLAY, file=sys.stderr)
         return 2

@@ -25,6 +25,7 @@ from core.store.units import (
     select_units,
 )
 from core.types import (
+    UNSET,
     BankProfile,
     Change,
     Disposition,
@@ -54,14 +55,6 @@ if TYPE_CHECKING:
 
 ADD_BATCH = 1000
 MAX_UNIT_CHARS = 20_000
-
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Any = _Unset()
 
 
 class Bank:

@@ -16,20 +16,23 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
-from core.bank import Bank
-from core.curate.purge import finish_pending_purge
 from core.settings import EngineSettings
-from core.store.bank_store import BankStore, utcnow
-from core.store.lock import BankLock
 from core.types import BankExistsError, BankNotFoundError, Change, InvalidInputError, Kind
+
+if TYPE_CHECKING:
+    from core.bank import Bank
+
+# The stores (DuckDB, LanceDB, Tantivy) load when a bank opens, not with the
+# engine: listing banks or `engram --help` must not pay for them.
 
 LABEL = "bank.json"
 MAX_NAME = 100
 # The default embedding model's identity is known without loading it, so
-# opening a bank to list memories does not pay for loading torch weights.
+# opening a bank to list memories does not pay for loading the model.
 DEFAULT_EMBEDDING = ("sentence-transformers/all-MiniLM-L6-v2", 384)
 
 
@@ -74,9 +77,10 @@ class Engine:
         self._open: dict[Path, Bank] = {}
         self.settings = EngineSettings.load(self.home)
         # Finish what an import killed mid-way left (core/snapshot).
-        from core.snapshot.importer import cleanup_stale_imports
+        if _import_leftovers(self.banks_dir):
+            from core.snapshot.importer import cleanup_stale_imports
 
-        cleanup_stale_imports(self.banks_dir)
+            cleanup_stale_imports(self.banks_dir)
 
     def import_snapshot(
         self,
@@ -177,6 +181,8 @@ class Engine:
         bank = self._open_folder(folder, name)
         if background or agent_name:
             bank.set_profile(background=background, agent_name=agent_name)
+        from core.store.bank_store import utcnow
+
         _write_label(folder, {"name": name, "created_at": utcnow().isoformat()})
         return bank
 
@@ -187,6 +193,10 @@ class Engine:
     def _open_folder(self, folder: Path, name: str) -> Bank:
         if folder in self._open and not self._open[folder].closed:
             return self._open[folder]
+        from core.bank import Bank
+        from core.curate.purge import finish_pending_purge
+        from core.store.bank_store import BankStore
+
         model, dim = self.embedding_spec
         store = BankStore(folder, name, model, dim)
         bank = Bank(self, folder, store)
@@ -213,6 +223,8 @@ class Engine:
         folder = self._find(name)
         if folder in self._open:
             self._open[folder].close()
+        from core.store.lock import BankLock
+
         # Refuse while another process holds it; the lock error names the PID.
         lock = BankLock(folder, name)
         lock.acquire()
@@ -234,6 +246,16 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _import_leftovers(banks_dir: Path) -> bool:
+    """Whether a killed snapshot import may have left something to clean up,
+    seen without importing core.snapshot.importer (it loads DuckDB and Arrow).
+    The names are its IMPORT_LOCK and REPLACED_PREFIX (a test keeps them equal)."""
+    return any(
+        folder.name.startswith(".replaced-") or (folder / "import.lock").exists()
+        for folder in banks_dir.iterdir()
+    )
 
 
 def _read_label(folder: Path) -> dict | None:
