@@ -52,9 +52,12 @@ def locomo_texts(path: Path) -> list[str]:
 
 
 class SentenceTransformersEmbedder:
-    """Today's embedder before this change: sentence-transformers on torch."""
+    """The embedder before issue 14: sentence-transformers on torch, same weights,
+    same model name (so it opens the same banks)."""
 
-    name = "sentence-transformers"
+    label = "sentence-transformers"
+    name = "sentence-transformers/all-MiniLM-L6-v2"
+    dim = 384
 
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -72,6 +75,9 @@ class SentenceTransformersEmbedder:
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 
+    def count_tokens(self, text: str) -> int:
+        return self.count_tokens_batch([text])[0]
+
     def count_tokens_batch(self, texts) -> list[int]:
         ids = self.model.tokenizer(
             list(texts), add_special_tokens=False, truncation=False, verbose=False
@@ -83,7 +89,7 @@ def onnx_embedder():
     from core.providers.embedder import Embedder
 
     embedder = Embedder()
-    embedder.name = "onnxruntime"
+    embedder.label = "onnxruntime"
     return embedder
 
 
@@ -143,20 +149,20 @@ def main(argv=None) -> int:
         for name in CONDITIONS:
             with condition(name):
                 row[f"query_{name}"] = latency(embedder, queries)
-        report[embedder.name] = row
-        print(embedder.name, row, flush=True)
+        report[embedder.label] = row
+        print(embedder.label, row, flush=True)
 
     print(
         f"\n{'embedder':<24}| {'ingest texts/s':>14} "
         + "".join(f"| {f'query {c} median':>19} | {'p95':>7} " for c in CONDITIONS)
     )
     for embedder in embedders:
-        row = report[embedder.name]
+        row = report[embedder.label]
         cells = "".join(
             f"| {row[f'query_{c}']['median_ms']:>16.1f} ms | {row[f'query_{c}']['p95_ms']:>7.1f} "
             for c in CONDITIONS
         )
-        print(f"{embedder.name:<24}| {row['ingest_texts_per_s']:>14.1f} {cells}")
+        print(f"{embedder.label:<24}| {row['ingest_texts_per_s']:>14.1f} {cells}")
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"embedder_compare-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(report, indent=2), "utf-8")
