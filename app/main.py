@@ -21,6 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-demo", action="store_true", help="do not build the demo bank on a first start"
     )
+    parser.add_argument(
+        "--open", metavar="FILE", help="import a .engram snapshot as a bank and open it"
+    )
     screenshot.register(sub)
     return parser
 

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 NO_DISPLAY = """engram: no display found (DISPLAY and WAYLAND_DISPLAY are unset).
 The studio needs a graphical session. Without one you can:
@@ -55,7 +56,10 @@ def run_studio(options: argparse.Namespace | Sequence[str]) -> int:
     engine = Engine(options.home)
     window = MainWindow(engine)
     window.show()
-    if not engine.banks() and not options.no_demo and demo_available():
+    if options.open:
+        window.start(open_last=False)
+        window.open_snapshot(Path(options.open))
+    elif not engine.banks() and not options.no_demo and demo_available():
         window.start(open_last=False)
         start_demo_build(window)
     else:

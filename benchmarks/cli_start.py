@@ -2,8 +2,9 @@
 
 Each command runs in a fresh interpreter (`python -m app.main ...` with the
 repository on PYTHONPATH), `--runs` times; the table gives the median wall
-time and its ratio to `python -c pass` measured alongside (the machine is
-shared: ratios compare across runs, seconds do not):
+time and its ratio to `python -c pass` measured alongside, and the median CPU
+time (user + system) of the process (the machine is shared: ratios and CPU
+seconds compare across runs, wall seconds do not):
 
 - `engram --help`
 - `engram banks`
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -50,15 +52,22 @@ def _env(repo: Path, home: Path) -> dict:
     return {**os.environ, "PYTHONPATH": str(repo), "ENGRAM_HOME": str(home)}
 
 
-def timed(argv: list[str], env: dict, cwd: Path, runs: int) -> float:
-    times = []
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], env: dict, cwd: Path, runs: int) -> dict[str, float]:
+    """Median wall and CPU seconds of `argv` in a fresh process."""
+    wall, cpu = [], []
     for _ in range(runs):
-        t = time.perf_counter()
+        c, t = _children_cpu(), time.perf_counter()
         done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
-        times.append(time.perf_counter() - t)
+        wall.append(time.perf_counter() - t)
+        cpu.append(_children_cpu() - c)
         if done.returncode != 0:
             raise SystemExit(f"{argv} failed: {done.stderr[-2000:]}")
-    return statistics.median(times)
+    return {"wall": statistics.median(wall), "cpu": statistics.median(cpu)}
 
 
 def main(argv=None) -> int:
@@ -80,11 +89,11 @@ def main(argv=None) -> int:
         "engram recall (LoCoMo bank)": [*engram, "recall", BANK, QUERY],
     }
     results = {name: timed(cmd, env, repo, args.runs) for name, cmd in commands.items()}
-    baseline = results["python -c pass"]
+    baseline = results["python -c pass"]["wall"]
     print(f"\n{repo}  (median of {args.runs} runs, cores: {os.cpu_count()})")
-    print(f"{'command':<30}| {'seconds':>8} | {'x python -c pass':>16}")
-    for name, seconds in results.items():
-        print(f"{name:<30}| {seconds:>8.3f} | {seconds / baseline:>16.1f}")
+    print(f"{'command':<30}| {'wall s':>8} | {'x python -c pass':>16} | {'CPU s':>7}")
+    for name, r in results.items():
+        print(f"{name:<30}| {r['wall']:>8.3f} | {r['wall'] / baseline:>16.1f} | {r['cpu']:>7.2f}")
     out = ROOT / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"cli_start-{time.strftime('%Y%m%d-%H%M%S')}.json"

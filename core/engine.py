@@ -110,6 +110,11 @@ class Engine:
                 self._embedder = shared_embedder()
             return self._embedder
 
+    def preload_embedder(self) -> None:
+        """Load the embedding model in the background: a cold command that will
+        embed overlaps it with opening the bank (LanceDB's import is slow)."""
+        threading.Thread(target=lambda: self.embedder, name="load-embedder", daemon=True).start()
+
     @property
     def embedding_spec(self) -> tuple[str, int]:
         if self._embedder is None:

@@ -78,3 +78,23 @@ def test_help_banks_and_argument_errors_load_nothing_heavy(tmp_path, argv, expec
     rc, loaded = _modules_after(argv, tmp_path)
     assert rc == expected_rc
     assert loaded == []
+
+
+def test_open_imports_a_snapshot_and_opens_it(qtbot, make_window, small_bank, tmp_path):
+    """`engram --open FILE` (the desktop's "open with" for .engram files)."""
+    from core import Engine
+
+    args = build_parser().parse_args(["--open", str(tmp_path / "a.engram")])
+    assert args.command is None and args.open == str(tmp_path / "a.engram")
+    path = tmp_path / "small.engram"
+    small_bank.export_snapshot(path)
+    with Engine(tmp_path / "elsewhere") as other:
+        window = make_window(engine=other)
+        window.start(open_last=False)
+        window.open_snapshot(path)
+        qtbot.waitUntil(
+            lambda: window.state.bank is not None and window.state.bank.name == "Small",
+            timeout=60_000,
+        )
+        assert window.state.bank.count() == small_bank.count()
+        window.close()
