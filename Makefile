@@ -54,5 +54,22 @@ screenshots: $(VENV)/.installed $(MODEL)
 bench: $(VENV)/.installed-dev $(MODEL)
 	$(BIN)/python benchmarks/store_bench.py
 
+# The wheel: the packages, the ONNX model and resources/ (as app/_resources).
+wheel: $(VENV)/.installed $(MODEL)
+	$(PIP) wheel --no-deps -w dist .
+
+$(VENV)/.installed-bundle: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[bundle]'
+	touch $(VENV)/.installed $@
+
+# A one-folder desktop bundle (dist/engram/, runs without Python) and its tarball.
+bundle: $(VENV)/.installed-bundle $(MODEL)
+	$(BIN)/pyinstaller --noconfirm --distpath dist --workpath build/pyinstaller packaging/engram.spec
+	mkdir -p dist/engram/share
+	cp packaging/engram-studio.desktop packaging/engram-studio-mime.xml dist/engram/share/
+	cp -r resources/icons dist/engram/share/icons
+	cp packaging/install-desktop.sh dist/engram/
+	tar -C dist -czf dist/engram-studio-linux-x86_64.tar.gz engram
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache build dist core/providers/minilm
