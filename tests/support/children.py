@@ -21,7 +21,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-PRELOAD = ["numpy", "duckdb", "lancedb", "tantivy", "core", "core.engine", "tests.support.children"]
+# core is a lazy face and Engine loads the stores on first open: preload them by name.
+PRELOAD = [
+    "numpy", "duckdb", "lancedb", "tantivy", "core", "core.engine", "core.bank",
+    "core.store.bank_store", "tests.support.children",
+]  # fmt: skip
 
 _context: Any = None
 
