@@ -32,7 +32,8 @@ from pathlib import Path
 
 STARTED = time.perf_counter()  # as early as possible: the child measures from here
 
-REPO = Path(__file__).resolve().parents[1]
+# --repo measures another checkout (e.g. before a change); children inherit it.
+REPO = Path(os.environ.get("ENGRAM_BENCH_REPO") or Path(__file__).resolve().parents[1])
 DEMO_NAME = "Demo: Juniper"
 LARGE_NAME = "Large 100k"
 LARGE_UNITS = 100_000
@@ -191,12 +192,17 @@ def main() -> int:
         "--home", default=os.path.join(os.path.expanduser("~"), ".cache", "engram-bench")
     )
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--repo", help="checkout to measure (default: this one)")
     parser.add_argument("--demo-only", action="store_true", help="skip the 100,000-unit bank")
     parser.add_argument("--child", nargs=2, metavar=("HOME", "BANK"), help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
         child(Path(options.child[0]), options.child[1])
         return 0
+    if options.repo:
+        global REPO
+        REPO = Path(options.repo).resolve()
+        os.environ["ENGRAM_BENCH_REPO"] = str(REPO)
     home = Path(options.home)
     home.mkdir(parents=True, exist_ok=True)
     ensure_banks(home, large=not options.demo_only)
