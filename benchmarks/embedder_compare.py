@@ -79,6 +79,8 @@ class SentenceTransformersEmbedder:
         return self.count_tokens_batch([text])[0]
 
     def count_tokens_batch(self, texts) -> list[int]:
+        if not texts:
+            return []
         ids = self.model.tokenizer(
             list(texts), add_special_tokens=False, truncation=False, verbose=False
         )["input_ids"]
