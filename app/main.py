@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
     if args.command is None:
         from app.studio import run_studio
 
@@ -38,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.standalone(args) or 0)
     from core.cli import run
 
-    return run(args)
+    return run(args, parser)
 
 
 if __name__ == "__main__":

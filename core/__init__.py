@@ -6,6 +6,7 @@ imports Qt (an import-linter contract checks it).
 Names load on first use (PEP 562): `engram --help` or a bank listing must not
 pay for DuckDB, LanceDB or the embedding model. To export a name, add one line
 to the table: "Name": "module", or "Name": "module:attribute" for a rename.
+(The server's names are here too: `import core` stays free of FastAPI.)
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import importlib
 
 _EXPORTS = {
     "adjacency": "core.recall.activation",
+    "api_token": "core.server",
     "AuditEntry": "core.curate",
     "Bank": "core.bank",
     "BankExistsError": "core.types",
@@ -29,12 +31,14 @@ _EXPORTS = {
     "diff_snapshots": "core.snapshot",
     "Disposition": "core.types",
     "Document": "core.types",
+    "DocumentPreview": "core.curate",
     "EmbeddingMismatchError": "core.types",
     "Engine": "core.engine",
     "EngineSettings": "core.settings",
     "EngramError": "core.types",
     "Entity": "core.types",
     "ExtractionMode": "core.types",
+    "find_owner": "core.server.owner",
     "FormedOpinion": "core.reflect",
     "INGEST_FORMATS": "core.retain.importers:FORMATS",
     "INGEST_MODES": "core.types",
@@ -52,16 +56,22 @@ _EXPORTS = {
     "NewUnit": "core.types",
     "OpinionChange": "core.reflect",
     "OpinionTrajectory": "core.reflect",
+    "PreviewFact": "core.curate",
     "Progress": "core.progress",
     "RecallItem": "core.recall.result",
     "RecallResult": "core.recall.result",
     "Reflection": "core.reflect",
     "ReflectionError": "core.reflect",
     "RetractPreview": "core.curate",
+    "ServedBanks": "core.server",
+    "ServerHandle": "core.server",
     "SnapshotDiff": "core.snapshot",
     "SnapshotError": "core.snapshot",
     "spread": "core.recall.activation",
+    "start_server": "core.server",
+    "StorageError": "core.types",
     "system_prompt": "core.reflect",
+    "token_file": "core.server.token",
     "Turn": "core.types",
     "Unit": "core.types",
     "UnitFilter": "core.store.units",

@@ -23,9 +23,22 @@ from typing import Any
 
 # core is a lazy face and Engine loads the stores on first open: preload them by name.
 PRELOAD = [
-    "numpy", "duckdb", "lancedb", "tantivy", "core", "core.engine", "core.bank",
-    "core.store.bank_store", "tests.support.children",
-]  # fmt: skip
+    "numpy",
+    "duckdb",
+    "lancedb",
+    "tantivy",
+    "core",
+    "core.engine",
+    "core.bank",
+    "core.store.bank_store",
+    "tests.support.children",
+    # The server crash test's children serve HTTP and embed (tests/server).
+    "onnxruntime",
+    "tokenizers",
+    "core.providers.embedder",
+    "core.server",
+    "core.cli",
+]
 
 _context: Any = None
 
@@ -105,7 +118,9 @@ class Child:
 # -- the children the crash tests run ------------------------------------------
 
 
-def store_writer(report: Callable[[object], None], home: str, start: int, batch: int, dim: int) -> None:
+def store_writer(
+    report: Callable[[object], None], home: str, start: int, batch: int, dim: int
+) -> None:
     """Add batches of units for ever; report each batch's number once add_units returned."""
     import numpy as np
 
@@ -139,3 +154,21 @@ def snapshot_importer(
     with Engine(home, embedder=HashEmbedder()) as engine:
         engine.import_snapshot(path, name=name, replace=replace)
     report("done")
+
+
+def engram_serve(report: Callable[[object], None], home: str) -> None:
+    """`engram serve --port 0` itself; each line it prints is reported."""
+    import io
+    import sys
+
+    from core.cli import main
+
+    class Lines(io.TextIOBase):
+        def write(self, text: str) -> int:
+            for line in text.splitlines():
+                if line.strip():
+                    report(line)
+            return len(text)
+
+    sys.stdout = Lines()
+    main(["--home", home, "serve", "--port", "0"])
