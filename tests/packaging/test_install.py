@@ -19,6 +19,7 @@ GPU_STACK = re.compile(r"^(nvidia-.*|.*cuda.*|triton|torch)$", re.IGNORECASE)
 def wheel_requirements(tmp_path: Path) -> list[str]:
     """The Requires-Dist of the wheel this checkout builds (its metadata, prepared
     by the build backend without building the whole wheel)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     code = (
         "import sys; from setuptools import build_meta; "
         "print(build_meta.prepare_metadata_for_build_wheel(sys.argv[1]))"
