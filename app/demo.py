@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.assets import resource_path
 from core import Bank, CancelToken, Change, Disposition, Engine, IngestReport, Kind
 
 if TYPE_CHECKING:
@@ -24,9 +25,9 @@ DEMO_NAME = "Demo: Juniper"
 
 
 def demo_dir() -> Path:
-    """resources/demo beside the package (a source checkout), or ENGRAM_DEMO_DIR."""
+    """ENGRAM_DEMO_DIR, else resources/demo (a checkout) or the copy in the wheel/bundle."""
     env = os.environ.get("ENGRAM_DEMO_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "resources" / "demo"
+    return Path(env) if env else resource_path("demo")
 
 
 def demo_files(folder: Path | None = None) -> list[Path]:

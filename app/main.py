@@ -1,44 +1,45 @@
-"""The `engram` entry point: a subcommand runs headless, no arguments opens the studio.
+"""The `engram` entry point: one parser tree; a command runs headless, none opens the studio.
 
-Kept free of Qt imports at module level so headless commands start fast and
-work on machines without a display.
+The engine's commands come from core.cli, the studio's own (`screenshot`) from
+app; every command module imports lazily, so `engram --help` and argument
+errors load neither Qt nor the stores nor the embedding model.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 
 
-def command_of(args: Sequence[str]) -> str | None:
-    """The subcommand in `args`, if any: the first word that is not an option
-    (nor the value of `--home`, which the studio takes too)."""
-    words = iter(args)
-    for word in words:
-        if word == "--home":
-            next(words, None)
-        elif not word.startswith("-"):
-            return word
-    return None
+def build_parser() -> argparse.ArgumentParser:
+    from app import screenshot
+    from core.cli import DESCRIPTION
+    from core.cli import build_parser as engine_parser
+
+    parser, sub = engine_parser(f"{DESCRIPTION} Without a command, the studio opens.")
+    parser.add_argument(
+        "--no-demo", action="store_true", help="do not build the demo bank on a first start"
+    )
+    parser.add_argument(
+        "--open", metavar="FILE", help="import a .engram snapshot as a bank and open it"
+    )
+    screenshot.register(sub)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    command = command_of(args)
-    # `screenshot` renders the studio, so it lives in `app` (core never imports app).
-    if command == "screenshot":
-        from app.screenshot import main as screenshot_main
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if args.command is None:
+        from app.studio import run_studio
 
-        rest = list(args)
-        rest.remove("screenshot")
-        return screenshot_main(rest)
-    if command is not None or "-h" in args or "--help" in args:
-        from core.cli import main as cli_main
+        return run_studio(args)
+    if getattr(args, "standalone", None):  # a studio command: no Engine of ours
+        return int(args.standalone(args) or 0)
+    from core.cli import run
 
-        return cli_main(args)
-    from app.studio import run_studio
-
-    return run_studio(args)
+    return run(args, parser)
 
 
 if __name__ == "__main__":

@@ -30,13 +30,15 @@ Leo: I'll bring the push-notification metrics from the Beacon 2.0 launch.
 """
 
 
-def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="engram screenshot", description="Render every pane of the studio to PNG."
-    )
+HELP = "render every pane of the studio to PNG"
+
+
+def _arguments(parser: argparse.ArgumentParser, home_default=None) -> None:
     parser.add_argument("--out", default="docs/screenshots", help="folder for the PNG files")
     parser.add_argument(
-        "--home", help="data folder with the demo bank (default: build one in a temporary folder)"
+        "--home",
+        default=home_default,
+        help="data folder with the demo bank (default: build one in a temporary folder)",
     )
     parser.add_argument("--theme", choices=("light", "dark"), default="light")
     parser.add_argument("--size", default=f"{SIZE[0]}x{SIZE[1]}", help="window size, WIDTHxHEIGHT")
@@ -49,11 +51,27 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--query", default="", help="with --animate: the query to recall (default: the demo's)"
     )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """`engram screenshot`, in the entry point's parser tree."""
+    p = sub.add_parser("screenshot", help=HELP, description=HELP.capitalize() + ".")
+    # SUPPRESS: `engram --home X screenshot` keeps X (a subparser default would overwrite it).
+    _arguments(p, home_default=argparse.SUPPRESS)
+    p.set_defaults(standalone=run)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="engram screenshot", description=HELP.capitalize() + ".")
+    _arguments(parser)
     return parser.parse_args(list(argv))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    options = parse_args(sys.argv[1:] if argv is None else argv)
+    return run(parse_args(sys.argv[1:] if argv is None else argv))
+
+
+def run(options: argparse.Namespace) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     width, height = (int(v) for v in options.size.lower().split("x"))

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 NO_DISPLAY = """engram: no display found (DISPLAY and WAYLAND_DISPLAY are unset).
 The studio needs a graphical session. Without one you can:
@@ -28,17 +29,12 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def parse_args(args: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="engram", description="Open Engram Studio.")
-    parser.add_argument("--home", help="data folder (default: ENGRAM_HOME or the user data dir)")
-    parser.add_argument(
-        "--no-demo", action="store_true", help="do not build the demo bank on a first start"
-    )
-    return parser.parse_args(list(args))
+def run_studio(options: argparse.Namespace | Sequence[str]) -> int:
+    """Open the studio; `options` parsed by `engram`'s parser (or its words)."""
+    if not isinstance(options, argparse.Namespace):
+        from app.main import build_parser
 
-
-def run_studio(args: Sequence[str]) -> int:
-    options = parse_args(args)
+        options = build_parser().parse_args(list(options))
     if not has_display():
         print(NO_DISPLAY, file=sys.stderr)
         return 2
@@ -64,7 +60,10 @@ def run_studio(args: Sequence[str]) -> int:
         return 2
     window = MainWindow(engine)
     window.show()
-    if not engine.banks() and not options.no_demo and demo_available():
+    if options.open:
+        window.start(open_last=False)
+        window.open_snapshot(Path(options.open))
+    elif not engine.banks() and not options.no_demo and demo_available():
         window.start(open_last=False)
         start_demo_build(window)
     else:

@@ -388,6 +388,11 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentIndex(self.panes.index(pane))
         return pane
 
+    def open_snapshot(self, path: Path) -> None:
+        """Import a `.engram` file as a bank and open it (`engram --open FILE`, the
+        desktop's "open with")."""
+        self.show_pane("snapshots").import_from(path)
+
     def focus_search(self) -> None:
         pane = self.current_pane()
         if pane is not None:

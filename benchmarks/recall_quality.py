@@ -180,14 +180,17 @@ def run_mode(
     limit: int | None,
     home: Path,
     fresh: bool,
+    embedder=None,
 ):
     scores: dict[tuple[str, int], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     latency: dict[str, list[float]] = defaultdict(list)
     banks_info = {}
     per_question: list[dict] = []
-    from core.providers.embedder import shared_embedder
+    if embedder is None:
+        from core.providers.embedder import shared_embedder
 
-    with Engine(home, embedder=RememberingEmbedder(shared_embedder())) as engine:
+        embedder = shared_embedder()
+    with Engine(home, embedder=RememberingEmbedder(embedder)) as engine:
         existing = {b.name for b in engine.banks()}
         for sample in samples:
             sid = sample["sample_id"]
@@ -295,6 +298,12 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--fresh", action="store_true", help="re-ingest banks kept from a run")
     parser.add_argument(
+        "--embedder",
+        choices=("onnx", "sentence-transformers"),
+        default="onnx",
+        help="the engine's (default) or the one before issue 14 (needs torch), for comparison",
+    )
+    parser.add_argument(
         "--set",
         nargs="+",
         default=[],
@@ -315,11 +324,18 @@ def main(argv=None) -> int:
         for name in args.configs
     }
     args.out.mkdir(parents=True, exist_ok=True)
+    embedder = None
+    if args.embedder == "sentence-transformers":
+        from benchmarks.embedder_compare import SentenceTransformersEmbedder
+
+        embedder = SentenceTransformersEmbedder()
     results = []
     for mode in args.modes:
         print(f"mode {mode}:", flush=True)
         t0 = time.perf_counter()
-        result = run_mode(mode, samples, documents, configs, args.limit, args.home, args.fresh)
+        result = run_mode(
+            mode, samples, documents, configs, args.limit, args.home, args.fresh, embedder
+        )
         result["seconds"] = time.perf_counter() - t0
         results.append(result)
         print_table(result)

@@ -7,10 +7,13 @@ directions stored): entity links to the 20 previous units mentioning the same
 entity, temporal links to the 10 nearest units in time (weight exp(-gap/24h)),
 semantic links to the 5 most similar units at cosine >= 0.7 within a window.
 
-For each size: median and p95 of every stage in the recall trace and of the
-end-to-end time without the query embedding (cross-encoder off, default
-heuristic reranker), plus brute-force numpy cosine top-k over the same vectors
-in the same run, and the ratio between the two.
+For each size, idle and with one core busy (a busy-loop process the script
+starts and stops itself): median and p95 of the end-to-end time of
+`Bank.recall` measured around the call, query embedding included
+("end_to_end"), and as extra columns every stage in the recall trace (the
+query embedding "embed", and "total_excluding_embedding"), cross-encoder off,
+default heuristic reranker; plus brute-force numpy cosine top-k over the same
+vectors in the same run, and the ratio of the recall without embedding to it.
 
     .venv/bin/python benchmarks/recall_speed.py [--sizes 1000 10000 100000] [--queries 60]
 
@@ -35,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
+from benchmarks.busy import CONDITIONS, condition  # noqa: E402
 from core import Engine, Network, NewUnit  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -265,16 +269,28 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def measure(bank, vectors: np.ndarray, queries: list[str], budget: int) -> dict:
+def recall_times(bank, queries: list[str], budget: int) -> dict[str, list[float]]:
+    """Per query: the wall time around Bank.recall and every stage of its trace (ms)."""
     stages: dict[str, list[float]] = {}
+    for q in queries:
+        t0 = time.perf_counter()
+        result = bank.recall(q, budget_tokens=budget, count_access=False)
+        stages.setdefault("end_to_end", []).append((time.perf_counter() - t0) * 1000)
+        for stage, ms in result.trace["timings_ms"].items():
+            stages.setdefault(stage, []).append(ms)
+    return stages
+
+
+def measure(bank, vectors: np.ndarray, queries: list[str], budget: int) -> dict:
     first = bank.recall(queries[0], budget_tokens=budget, count_access=False)
     links = first.trace["channels"]["graph"].get("links", {})
     for q in queries[1:4]:  # warm caches and the thread pool
         bank.recall(q, budget_tokens=budget, count_access=False)
-    for q in queries:
-        result = bank.recall(q, budget_tokens=budget, count_access=False)
-        for stage, ms in result.trace["timings_ms"].items():
-            stages.setdefault(stage, []).append(ms)
+    by_condition = {}
+    for name in CONDITIONS:
+        with condition(name):
+            by_condition[name] = recall_times(bank, queries, budget)
+    stages = by_condition["idle"]
     query_vectors = bank.engine.embedder.embed(queries)
     numpy_ms = []
     matrix = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -289,6 +305,10 @@ def measure(bank, vectors: np.ndarray, queries: list[str], budget: int) -> dict:
         stage: {"median": statistics.median(v), "p95": percentile(v, 95)}
         for stage, v in stages.items()
     }
+    for name in CONDITIONS[1:]:
+        for stage in ("end_to_end", "embed", "total_excluding_embedding"):
+            v = by_condition[name][stage]
+            table[f"{stage} ({name})"] = {"median": statistics.median(v), "p95": percentile(v, 95)}
     # Reading the links into memory happens once per opened bank (first recall).
     table["first_recall_links_load"] = {"median": links.get("ms", 0.0), "p95": links.get("ms", 0.0)}
     table["numpy_topk"] = {"median": statistics.median(numpy_ms), "p95": percentile(numpy_ms, 95)}
@@ -300,7 +320,11 @@ def measure(bank, vectors: np.ndarray, queries: list[str], budget: int) -> dict:
 
 
 STAGES = [
+    "end_to_end",
+    "end_to_end (busy)",
     "embed",
+    "embed (busy)",
+    "total_excluding_embedding (busy)",
     "semantic",
     "lexical",
     "graph",
@@ -340,6 +364,12 @@ def main(argv=None) -> int:
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--budget", type=int, default=1024)
     parser.add_argument("--home", type=Path, default=OUT / "speed-home")
+    parser.add_argument(
+        "--embedder",
+        choices=("onnx", "sentence-transformers"),
+        default="onnx",
+        help="the engine's (default) or the one before issue 14, for comparison",
+    )
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     biggest = max(args.sizes)
@@ -351,7 +381,12 @@ def main(argv=None) -> int:
         for _ in range(args.queries)
     ]
     results = {}
-    with Engine(args.home) as engine:
+    embedder = None
+    if args.embedder == "sentence-transformers":
+        from benchmarks.embedder_compare import SentenceTransformersEmbedder
+
+        embedder = SentenceTransformersEmbedder()
+    with Engine(args.home, embedder=embedder) as engine:
         vectors = vectors_for([r[0] for r in rows], engine.embedder, OUT / "speed-vectors.npy")
         for n in sorted(args.sizes):
             # Each size spreads over the same three years; its texts (and so its
@@ -361,7 +396,8 @@ def main(argv=None) -> int:
             bank = build_bank(engine, n, sub, sub_vectors)
             results[n] = measure(bank, sub_vectors, queries, args.budget)
             print(
-                f"  {n}: median {results[n]['total_excluding_embedding']['median']:.1f} ms",
+                f"  {n}: median end to end {results[n]['end_to_end']['median']:.1f} ms idle, "
+                f"{results[n]['end_to_end (busy)']['median']:.1f} ms with one core busy",
                 flush=True,
             )
             bank.close()

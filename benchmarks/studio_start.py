@@ -1,6 +1,9 @@
 """Studio start-up and first-page times (issue 7's measurements).
 
-    .venv/bin/python benchmarks/studio_start.py [--home DIR] [--runs 3]
+    .venv/bin/python benchmarks/studio_start.py [--home DIR] [--runs 3] [--demo-only]
+
+Every time is also given as a ratio against `python -c pass` measured in the
+same run (the machine is shared: ratios compare across runs, seconds do not).
 
 Measures, offscreen:
 - cold start to an interactive window on the demo bank and on a 100,000-unit
@@ -29,13 +32,24 @@ from pathlib import Path
 
 STARTED = time.perf_counter()  # as early as possible: the child measures from here
 
-REPO = Path(__file__).resolve().parents[1]
+# --repo measures another checkout (e.g. before a change); children inherit it.
+REPO = Path(os.environ.get("ENGRAM_BENCH_REPO") or Path(__file__).resolve().parents[1])
 DEMO_NAME = "Demo: Juniper"
 LARGE_NAME = "Large 100k"
 LARGE_UNITS = 100_000
 
 
-def ensure_banks(home: Path) -> None:
+def python_baseline(runs: int) -> float:
+    """Median wall time of `python -c pass`: the floor of any cold start."""
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def ensure_banks(home: Path, large: bool = True) -> None:
     sys.path.insert(0, str(REPO))
     from app.demo import build_demo_bank
     from core import Engine, Network, NewUnit
@@ -44,6 +58,8 @@ def ensure_banks(home: Path) -> None:
         if DEMO_NAME not in [b.name for b in engine.banks()]:
             print("building the demo bank (rules mode)…", file=sys.stderr)
             build_demo_bank(engine)
+    if not large:
+        return
     with Engine(home / "large") as engine:
         if LARGE_NAME not in [b.name for b in engine.banks()]:
             import numpy as np
@@ -176,19 +192,25 @@ def main() -> int:
         "--home", default=os.path.join(os.path.expanduser("~"), ".cache", "engram-bench")
     )
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--repo", help="checkout to measure (default: this one)")
+    parser.add_argument("--demo-only", action="store_true", help="skip the 100,000-unit bank")
     parser.add_argument("--child", nargs=2, metavar=("HOME", "BANK"), help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
         child(Path(options.child[0]), options.child[1])
         return 0
+    if options.repo:
+        global REPO
+        REPO = Path(options.repo).resolve()
+        os.environ["ENGRAM_BENCH_REPO"] = str(REPO)
     home = Path(options.home)
     home.mkdir(parents=True, exist_ok=True)
-    ensure_banks(home)
+    ensure_banks(home, large=not options.demo_only)
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HF_HUB_OFFLINE": "1"}
-    for label, sub, bank in (
-        ("demo bank", "demo", DEMO_NAME),
-        ("100,000-unit bank", "large", LARGE_NAME),
-    ):
+    baseline = python_baseline(options.runs)
+    print(f"python -c pass, median of {options.runs}: {baseline:.3f} s")
+    banks = [("demo bank", "demo", DEMO_NAME), ("100,000-unit bank", "large", LARGE_NAME)]
+    for label, sub, bank in banks[:1] if options.demo_only else banks:
         runs = []
         for _ in range(options.runs):
             t = time.perf_counter()
@@ -205,8 +227,11 @@ def main() -> int:
             f"cold start, {label} ({int(med['rows']):,} world rows), median of {options.runs}: "
             f"Qt up {med['qt_ready']:.2f} s, window shown {med['window_shown']:.2f} s, bank open {med['bank_open']:.2f} s, "
             f"first page {med['first_page']:.2f} s, interactive {med['interactive']:.2f} s "
-            f"(process wall time {med['wall']:.2f} s)"
+            f"(process wall time {med['wall']:.2f} s); interactive = "
+            f"{med['interactive'] / baseline:.1f} x python -c pass"
         )
+    if options.demo_only:
+        return 0
     sys.path.insert(0, str(REPO))
     page = first_page_at_100k(home / "large", options.runs)
     print(

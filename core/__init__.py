@@ -2,144 +2,98 @@
 
 The studio and the CLI use only what is exported here. Nothing under `core`
 imports Qt (an import-linter contract checks it).
+
+Names load on first use (PEP 562): `engram --help` or a bank listing must not
+pay for DuckDB, LanceDB or the embedding model. To export a name, add one line
+to the table: "Name": "module", or "Name": "module:attribute" for a rename.
+(The server's names are here too: `import core` stays free of FastAPI.)
 """
 
-from core.bank import UNSET, Bank
-from core.config import DEFAULTS as CONFIG_DEFAULTS
-from core.curate import AuditEntry, DocumentPreview, PreviewFact, RetractPreview
-from core.engine import BankInfo, Engine
-from core.progress import CancelToken, Progress
-from core.providers.llm import LanguageModel, LanguageModelError, LlmSettings
-from core.recall.activation import adjacency, spread
-from core.recall.result import RecallItem, RecallResult
-from core.recall.settings import activation_params
-from core.recall.trace import replay_activation
-from core.reflect import (
-    Comparison,
-    FormedOpinion,
-    OpinionChange,
-    OpinionTrajectory,
-    Reflection,
-    ReflectionError,
-    system_prompt,
-)
-from core.retain.importers import FORMATS as INGEST_FORMATS
-from core.retain.importers import load_documents
-from core.retain.pipeline import MODES as INGEST_MODES
-from core.retain.report import IngestReport
-from core.settings import EngineSettings
-from core.snapshot import Manifest, SnapshotDiff, SnapshotError, diff_snapshots
-from core.store.units import UnitFilter
-from core.types import (
-    BankExistsError,
-    BankLockedError,
-    BankNotFoundError,
-    BankProfile,
-    CancelledError,
-    Change,
-    Disposition,
-    Document,
-    EmbeddingMismatchError,
-    EngramError,
-    Entity,
-    ExtractionMode,
-    InvalidInputError,
-    Kind,
-    Link,
-    LinkKind,
-    Network,
-    NewUnit,
-    StorageError,
-    Turn,
-    Unit,
-    UnitStatus,
-    VerifyReport,
-)
+from __future__ import annotations
 
-__all__ = [
-    "AuditEntry",
-    "Bank",
-    "BankExistsError",
-    "BankInfo",
-    "BankLockedError",
-    "BankNotFoundError",
-    "BankProfile",
-    "CONFIG_DEFAULTS",
-    "CancelToken",
-    "CancelledError",
-    "StorageError",
-    "Change",
-    "Comparison",
-    "Disposition",
-    "Document",
-    "DocumentPreview",
-    "EmbeddingMismatchError",
-    "Engine",
-    "EngineSettings",
-    "EngramError",
-    "Entity",
-    "ExtractionMode",
-    "FormedOpinion",
-    "INGEST_FORMATS",
-    "INGEST_MODES",
-    "IngestReport",
-    "InvalidInputError",
-    "Kind",
-    "LanguageModel",
-    "LanguageModelError",
-    "Link",
-    "LinkKind",
-    "LlmSettings",
-    "Manifest",
-    "Network",
-    "NewUnit",
-    "OpinionChange",
-    "OpinionTrajectory",
-    "PreviewFact",
-    "Progress",
-    "RecallItem",
-    "RecallResult",
-    "Reflection",
-    "ReflectionError",
-    "RetractPreview",
-    "ServedBanks",
-    "ServerHandle",
-    "SnapshotDiff",
-    "SnapshotError",
-    "Turn",
-    "UNSET",
-    "Unit",
-    "UnitFilter",
-    "UnitStatus",
-    "VerifyReport",
-    "activation_params",
-    "adjacency",
-    "api_token",
-    "diff_snapshots",
-    "find_owner",
-    "load_documents",
-    "replay_activation",
-    "spread",
-    "start_server",
-    "system_prompt",
-    "token_file",
-]
+import importlib
 
-# The server's names load on first use, so `import core` stays free of FastAPI.
-_LAZY = {
+_EXPORTS = {
+    "activation_params": "core.recall.settings",
+    "adjacency": "core.recall.activation",
+    "api_token": "core.server",
+    "AuditEntry": "core.curate",
+    "Bank": "core.bank",
+    "BankExistsError": "core.types",
+    "BankInfo": "core.engine",
+    "BankLockedError": "core.types",
+    "BankNotFoundError": "core.types",
+    "BankProfile": "core.types",
+    "CancelledError": "core.types",
+    "CancelToken": "core.progress",
+    "Change": "core.types",
+    "Comparison": "core.reflect",
+    "CONFIG_DEFAULTS": "core.config:DEFAULTS",
+    "diff_snapshots": "core.snapshot",
+    "Disposition": "core.types",
+    "Document": "core.types",
+    "DocumentPreview": "core.curate",
+    "EmbeddingMismatchError": "core.types",
+    "Engine": "core.engine",
+    "EngineSettings": "core.settings",
+    "EngramError": "core.types",
+    "Entity": "core.types",
+    "ExtractionMode": "core.types",
+    "find_owner": "core.server.owner",
+    "FormedOpinion": "core.reflect",
+    "INGEST_FORMATS": "core.retain.importers:FORMATS",
+    "INGEST_MODES": "core.types",
+    "IngestReport": "core.retain.report",
+    "InvalidInputError": "core.types",
+    "Kind": "core.types",
+    "LanguageModel": "core.providers.llm",
+    "LanguageModelError": "core.providers.llm",
+    "Link": "core.types",
+    "LinkKind": "core.types",
+    "LlmSettings": "core.providers.llm",
+    "load_documents": "core.retain.importers",
+    "Manifest": "core.snapshot",
+    "Network": "core.types",
+    "NewUnit": "core.types",
+    "OpinionChange": "core.reflect",
+    "OpinionTrajectory": "core.reflect",
+    "PreviewFact": "core.curate",
+    "Progress": "core.progress",
+    "RecallItem": "core.recall.result",
+    "RecallResult": "core.recall.result",
+    "Reflection": "core.reflect",
+    "ReflectionError": "core.reflect",
+    "replay_activation": "core.recall.trace",
+    "RetractPreview": "core.curate",
     "ServedBanks": "core.server",
     "ServerHandle": "core.server",
-    "api_token": "core.server",
-    "find_owner": "core.server.owner",
+    "SnapshotDiff": "core.snapshot",
+    "SnapshotError": "core.snapshot",
+    "spread": "core.recall.activation",
     "start_server": "core.server",
+    "StorageError": "core.types",
+    "system_prompt": "core.reflect",
     "token_file": "core.server.token",
+    "Turn": "core.types",
+    "Unit": "core.types",
+    "UnitFilter": "core.store.units",
+    "UnitStatus": "core.types",
+    "UNSET": "core.types",
+    "VerifyReport": "core.types",
 }
+
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
+    target = _EXPORTS.get(name)
+    if target is None:
         raise AttributeError(f"module 'core' has no attribute {name!r}")
-    import importlib
+    module, _, attribute = target.partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
 
-    return getattr(importlib.import_module(module), name)
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

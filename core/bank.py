@@ -26,6 +26,7 @@ from core.store.units import (
 )
 from core.text import has_surrogate
 from core.types import (
+    UNSET,
     BankProfile,
     Change,
     Disposition,
@@ -56,14 +57,6 @@ if TYPE_CHECKING:
 
 ADD_BATCH = 1000
 MAX_UNIT_CHARS = 20_000
-
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Any = _Unset()
 
 
 class Bank:

@@ -18,16 +18,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from core.bank import Bank
-from core.curate.purge import finish_pending_purge
 from core.home import LABEL, default_home, labelled_folders
 from core.home import read_label as _read_label
 from core.settings import EngineSettings
-from core.store.bank_store import BankStore, utcnow
-from core.store.lock import BankLock
 from core.types import (
     BankExistsError,
     BankNotFoundError,
@@ -37,12 +34,19 @@ from core.types import (
     Kind,
 )
 
+if TYPE_CHECKING:
+    from core.bank import Bank
+
+# The stores (DuckDB, LanceDB, Tantivy) load when a bank opens, not with the
+# engine (imports inside the methods): listing banks or `engram --help` must
+# not pay for them.
+
 # Beside the banks folder (not in it: it is no bank): held while a name is taken.
 NAMES_LOCK = "bank-names.lock"
 NAMES_LOCK_TIMEOUT = 30.0
 MAX_NAME = 100
 # The default embedding model's identity is known without loading it, so
-# opening a bank to list memories does not pay for loading torch weights.
+# opening a bank to list memories does not pay for loading the model.
 DEFAULT_EMBEDDING = ("sentence-transformers/all-MiniLM-L6-v2", 384)
 
 
@@ -82,9 +86,10 @@ class Engine:
         self._open: dict[Path, Bank] = {}
         self.settings = EngineSettings.load(self.home)
         # Finish what an import killed mid-way left (core/snapshot).
-        from core.snapshot.importer import cleanup_stale_imports
+        if _import_leftovers(self.banks_dir):
+            from core.snapshot.importer import cleanup_stale_imports
 
-        cleanup_stale_imports(self.banks_dir)
+            cleanup_stale_imports(self.banks_dir)
 
     def import_snapshot(
         self,
@@ -113,6 +118,11 @@ class Engine:
 
                 self._embedder = shared_embedder()
             return self._embedder
+
+    def preload_embedder(self) -> None:
+        """Load the embedding model in the background: a cold command that will
+        embed overlaps it with opening the bank (LanceDB's import is slow)."""
+        threading.Thread(target=lambda: self.embedder, name="load-embedder", daemon=True).start()
 
     @property
     def embedding_spec(self) -> tuple[str, int]:
@@ -210,6 +220,8 @@ class Engine:
                 bank = self._open_folder(folder, name)
                 if background or agent_name:
                     bank.set_profile(background=background, agent_name=agent_name)
+                from core.store.bank_store import utcnow
+
                 _write_label(folder, {"name": name, "created_at": utcnow().isoformat()})
             except BaseException:
                 opened = self._open.pop(folder, None)
@@ -238,6 +250,10 @@ class Engine:
         if folder in self._open and not self._open[folder].closed:
             return self._open[folder]
         model, dim = self.embedding_spec
+        from core.bank import Bank
+        from core.curate.purge import finish_pending_purge
+        from core.store.bank_store import BankStore
+
         store = BankStore(folder, name, model, dim)
         bank = Bank(self, folder, store)
         try:
@@ -261,6 +277,8 @@ class Engine:
             probe = None
             if folder not in self._open or self._open[folder].closed:
                 # Refuse while another process holds it: its name is in that process's hands.
+                from core.store.lock import BankLock
+
                 probe = BankLock(folder, old)
                 probe.acquire()
             try:
@@ -279,6 +297,8 @@ class Engine:
             if folder in self._open:
                 self._open[folder].close()
             # Refuse while another process holds it; the lock error names the PID.
+            from core.store.lock import BankLock
+
             lock = BankLock(folder, name)
             lock.acquire()
             try:
@@ -307,6 +327,16 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _import_leftovers(banks_dir: Path) -> bool:
+    """Whether a killed snapshot import may have left something to clean up,
+    seen without importing core.snapshot.importer (it loads DuckDB and Arrow).
+    The names are its IMPORT_LOCK and REPLACED_PREFIX (a test keeps them equal)."""
+    return any(
+        folder.name.startswith(".replaced-") or (folder / "import.lock").exists()
+        for folder in banks_dir.iterdir()
+    )
 
 
 def _write_label(folder: Path, label: dict) -> None:

@@ -14,6 +14,18 @@ from enum import StrEnum
 from typing import Any
 
 
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+# "Not given", as opposed to None ("clear it"): Bank.edit_unit's default.
+UNSET: Any = _Unset()
+
+# How `ingest` may extract: the pipeline's modes (core/retain/pipeline.py).
+INGEST_MODES = ("auto", "llm", "rules", "verbatim")
+
+
 def new_id() -> str:
     """A short random id; 64 bits is plenty for one bank and keeps keys compact."""
     return uuid.uuid4().hex[:16]

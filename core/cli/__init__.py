@@ -2,7 +2,11 @@
 
 Each command group lives in its own module with a `register(subparsers)`
 function that adds its commands; a command's handler takes the parsed
-arguments and an `Engine` and returns an exit code.
+arguments and an `Engine` and returns an exit code. The modules import
+nothing heavy at module level (stores and the model load in the handlers),
+so building the whole parser tree for `engram --help` or an argument error
+stays instant. The `engram` entry point (app/main.py) adds the studio's own
+commands to the same tree.
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from core.store.failures import NEXT_OPEN, cause, is_storage_failure
 from core.text import has_surrogate, printable
 from core.types import EngramError
 
@@ -29,20 +32,20 @@ COMMAND_MODULES = [
     "snapshot",
     "serve",
 ]
+DESCRIPTION = "Engram Studio: inspect and curate agent memory."
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="engram",
-        description="Engram Studio: inspect and curate agent memory. "
-        "Without a command, the studio opens.",
-    )
+def build_parser(
+    description: str = DESCRIPTION,
+) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """The parser with every engine command, and its subparsers (to add more)."""
+    parser = argparse.ArgumentParser(prog="engram", description=description)
     parser.add_argument("--home", help="data folder (default: ENGRAM_HOME or the user data dir)")
     add_timeout_option(parser, default=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"core.cli.{name}").register(sub)
-    return parser
+    return parser, sub
 
 
 def add_timeout_option(parser: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
@@ -68,11 +71,16 @@ def _timeout(text: str) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser, _ = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
+    return run(args, parser)
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Run a parsed engine command with an Engine on `args.home`."""
     broken = undecodable_argument(args)
     if broken:
         parser.error(f"argument {broken} is not valid UTF-8 text")
@@ -104,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("engram: interrupted", file=sys.stderr)
         code = 130
     except Exception as error:
+        # Imported here: it loads DuckDB, which `engram banks` or --help never need.
+        from core.store.failures import NEXT_OPEN, cause, is_storage_failure
+
         if not is_storage_failure(error):
             raise
         # Whatever a command did not wrap itself: DuckDB commits all or nothing.

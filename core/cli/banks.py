@@ -6,7 +6,7 @@ import argparse
 
 from core.cli.output import count_arg, print_json, short_time
 from core.engine import Engine
-from core.store.units import ORDER_COLUMNS
+from core.store.order import ORDER_COLUMNS
 from core.types import Network
 
 

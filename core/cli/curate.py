@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 from datetime import datetime
 
-from core.bank import UNSET
 from core.cli.output import count_arg, print_json, short_time
 from core.engine import Engine
-from core.types import Change, EngramError, Kind, Network
+from core.types import UNSET, Change, EngramError, Kind, Network
 
 ACTORS = ("user", "agent", "system")
 

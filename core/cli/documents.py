@@ -7,7 +7,7 @@ import argparse
 from core.cli.jobs import run_pending
 from core.cli.output import print_json, progress_printer, short_time
 from core.engine import Engine
-from core.retain.pipeline import MODES
+from core.types import INGEST_MODES as MODES
 
 
 def register(sub: argparse._SubParsersAction) -> None:

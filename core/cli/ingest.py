@@ -14,7 +14,7 @@ from core.cli import add_timeout_option
 from core.cli.output import print_json, progress_printer
 from core.engine import Engine
 from core.retain.importers import FORMATS
-from core.retain.pipeline import MODES
+from core.types import INGEST_MODES as MODES
 
 
 def register(sub: argparse._SubParsersAction) -> None:

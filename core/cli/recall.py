@@ -71,6 +71,7 @@ def _datetime(text: str) -> datetime:
 def run_recall(args, engine: Engine) -> int:
     if args.budget < 0:
         raise InvalidInputError("--budget must be >= 0")
+    engine.preload_embedder()
     bank = engine.open_bank(args.bank)
     result = bank.recall(
         args.query,

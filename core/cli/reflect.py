@@ -8,12 +8,15 @@ import json
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.cli import add_timeout_option
 from core.cli.output import count_arg, print_json, short_time
 from core.engine import Engine
-from core.reflect.values import Reflection
 from core.types import Disposition, InvalidInputError
+
+if TYPE_CHECKING:
+    from core.reflect.values import Reflection
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -3,29 +3,33 @@
 `recall(bank, query, budget_tokens)` is the entry point (`Bank.recall` delegates
 to it); the stages live in their own modules so the studio can re-run one
 (spreading activation with other δ and μ, say) from a trace.
+
+The names load on first use (PEP 562), so the CLI can read `core.recall.settings`
+for its choices without loading the stores.
 """
 
-from core.recall.pipeline import recall
-from core.recall.rerank import (
-    Candidate,
-    CrossEncoderReranker,
-    FusionOrder,
-    HeuristicReranker,
-    RerankContext,
-    Reranker,
-)
-from core.recall.result import RecallItem, RecallResult
-from core.recall.trace import explain
+from __future__ import annotations
 
-__all__ = [
-    "Candidate",
-    "CrossEncoderReranker",
-    "FusionOrder",
-    "HeuristicReranker",
-    "RecallItem",
-    "RecallResult",
-    "RerankContext",
-    "Reranker",
-    "explain",
-    "recall",
-]
+import importlib
+
+_EXPORTS = {
+    "Candidate": "core.recall.rerank",
+    "CrossEncoderReranker": "core.recall.rerank",
+    "FusionOrder": "core.recall.rerank",
+    "HeuristicReranker": "core.recall.rerank",
+    "RecallItem": "core.recall.result",
+    "RecallResult": "core.recall.result",
+    "RerankContext": "core.recall.rerank",
+    "Reranker": "core.recall.rerank",
+    "explain": "core.recall.trace",
+    "recall": "core.recall.pipeline",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'core.recall' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

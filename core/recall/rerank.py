@@ -5,8 +5,9 @@ result can say which one ran:
 
 - `HeuristicReranker` ("heuristic", the default: no cross-encoder model ships
   offline) — a fixed, documented combination, see its docstring.
-- `CrossEncoderReranker` ("cross-encoder:<folder>") — a sentence-transformers
-  `CrossEncoder` loaded from a local folder, scoring (query, fact) pairs.
+- `CrossEncoderReranker` ("cross-encoder:<folder>") — a cross-encoder exported
+  to ONNX (`model.onnx` + `tokenizer.json` in a local folder, as Hugging Face
+  ONNX exports lay them out), run on onnxruntime, scoring (query, fact) pairs.
 - `FusionOrder` ("none") — keeps the fused order; what the benchmarks use to
   measure fusion alone.
 """
@@ -120,7 +121,8 @@ _CROSS_ENCODERS_LOCK = threading.Lock()
 
 
 class CrossEncoderReranker:
-    """A sentence-transformers CrossEncoder from a local folder (nothing is fetched).
+    """An ONNX cross-encoder from a local folder (nothing is fetched): the
+    first logit of each (query, fact) pair is its score.
 
     Scores the first `max_candidates` fused candidates (query and fact text
     cut to `max_chars`); candidates past that keep their fused order below them."""
@@ -129,36 +131,70 @@ class CrossEncoderReranker:
         self, model_path: str | Path, max_candidates: int = 50, max_chars: int = 2000
     ) -> None:
         path = Path(model_path)
-        if not path.is_dir():
+        if not (path / "model.onnx").is_file() or not (path / "tokenizer.json").is_file():
             from core.types import InvalidInputError
 
-            raise InvalidInputError(f"no cross-encoder model folder at {path}")
+            raise InvalidInputError(
+                f"no cross-encoder at {path}: the folder needs model.onnx and tokenizer.json"
+            )
         self.path = path
         self.name = f"cross-encoder:{path.name}"
         self.max_candidates = max_candidates
         self.max_chars = max_chars
         self._model = _load_cross_encoder(path)
-        self._lock = threading.Lock()
 
     def score(self, query, candidates, context) -> list[float]:
         head = list(candidates)[: self.max_candidates]
         q = query[: self.max_chars]
         pairs = [(q, c.text[: self.max_chars]) for c in head]
-        if pairs:
-            with self._lock:  # one torch model is not re-entrant
-                raw = self._model.predict(pairs, batch_size=32, show_progress_bar=False)
-            head_scores = [float(x) for x in _flat(raw)]
-        else:
-            head_scores = []
+        head_scores = self._model.predict(pairs) if pairs else []
         floor = min(head_scores, default=0.0)
         # The tail stays below every scored candidate, in fused order.
         tail = [floor - 1.0 - i for i in range(len(candidates) - len(head))]
         return head_scores + tail
 
 
-def _flat(raw) -> list[float]:
-    values = raw.tolist() if hasattr(raw, "tolist") else list(raw)
-    return [v[0] if isinstance(v, list) else v for v in values]
+class _OnnxCrossEncoder:
+    """A sequence-classification model on onnxruntime with its own tokenizer."""
+
+    def __init__(self, path: Path) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1  # scoring is part of one query: see the embedder
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(
+            str(path / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.tokenizer.enable_truncation(_max_length(path))
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+    def predict(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> list[float]:
+        import numpy as np
+
+        scores: list[float] = []
+        for start in range(0, len(pairs), batch_size):
+            encoded = self.tokenizer.encode_batch(pairs[start : start + batch_size])
+            feed = {
+                "input_ids": np.array([e.ids for e in encoded], np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encoded], np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encoded], np.int64),
+            }
+            (logits,) = self.session.run(None, {k: v for k, v in feed.items() if k in self.inputs})
+            scores.extend(float(row[0]) for row in np.asarray(logits).reshape(len(encoded), -1))
+        return scores
+
+
+def _max_length(path: Path) -> int:
+    import json
+
+    config = path / "config.json"
+    if config.is_file():
+        return int(json.loads(config.read_text("utf-8")).get("max_position_embeddings", 512))
+    return 512
 
 
 def _load_cross_encoder(path: Path):
@@ -166,10 +202,6 @@ def _load_cross_encoder(path: Path):
     with _CROSS_ENCODERS_LOCK:
         model = _CROSS_ENCODERS.get(key)
         if model is None:
-            from sentence_transformers import CrossEncoder
-
-            import core.providers.embedder  # noqa: F401  (sets the offline environment first)
-
-            model = CrossEncoder(key, device="cpu", local_files_only=True)
+            model = _OnnxCrossEncoder(Path(key))
             _CROSS_ENCODERS[key] = model
         return model

@@ -67,13 +67,13 @@ from core.retain.opinions import (
 from core.retain.plan import Plan, plan_document
 from core.retain.report import ChunkFailure, DocumentResult, IngestReport
 from core.retain.write import write_document
-from core.types import Change, Document, ExtractionMode, InvalidInputError, Kind
+from core.types import INGEST_MODES, Change, Document, ExtractionMode, InvalidInputError, Kind
 
 if TYPE_CHECKING:
     from core.bank import Bank
     from core.providers.llm import LanguageModel
 
-MODES = ("auto", "llm", "rules", "verbatim")
+MODES = INGEST_MODES
 EMBED_BATCH = 256
 # Chunks in a row lost to an unreachable or silent model before the rest of the
 # run stops asking it.

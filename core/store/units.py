@@ -17,21 +17,8 @@ import numpy as np
 import pyarrow as pa
 
 from core.store.filters import like_pattern
+from core.store.order import ORDER_COLUMNS
 from core.types import ExtractionMode, Network, NewUnit, Unit, UnitStatus
-
-# Columns a caller may sort by, mapped to the SQL that sorts them.
-ORDER_COLUMNS = {
-    "occurred_start": "u.occurred_start",
-    "occurred": "u.occurred_start",
-    "mentioned_at": "u.mentioned_at",
-    "created_at": "u.created_at",
-    "updated_at": "u.updated_at",
-    "confidence": "u.confidence",
-    "text": "lower(u.text)",
-    "network": "u.network",
-    "access_count": "u.access_count",
-    "last_accessed_at": "u.last_accessed_at",
-}
 
 UNIT_COLUMNS = (
     "u.id, u.text, u.network, u.occurred_start, u.occurred_end, u.mentioned_at, "

@@ -3,8 +3,10 @@ with a tiny randomly initialised cross-encoder saved to tmp_path."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
+import numpy as np
 import pytest
 
 from core import NewUnit
@@ -45,26 +47,53 @@ def test_interval_proximity_edges():
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory):
-    """A 2-layer, 32-wide BERT with one output, random weights, MiniLM's tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+    """A 2-layer, 32-wide BERT with one output and random weights, exported to
+    ONNX by the same graph builder as the embedder, with MiniLM's tokenizer."""
+    import shutil
+
+    import onnx
 
     from core.providers.embedder import default_model_path
+    from core.providers.minilm_export import build_graph
 
-    torch.manual_seed(0)
-    tokenizer = AutoTokenizer.from_pretrained(str(default_model_path()))
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        num_labels=1,
-    )
+    rng = np.random.default_rng(0)
+    config = {
+        "hidden_size": 32,
+        "num_attention_heads": 2,
+        "num_hidden_layers": 2,
+        "layer_norm_eps": 1e-12,
+        "max_position_embeddings": 128,
+    }
+    shapes = {
+        "embeddings.word_embeddings.weight": (30522, 32),
+        "embeddings.position_embeddings.weight": (128, 32),
+        "embeddings.token_type_embeddings.weight": (2, 32),
+        "pooler.dense.weight": (32, 32),
+        "classifier.weight": (1, 32),
+    }
+    for i in range(2):
+        p = f"encoder.layer.{i}"
+        for part in ("attention.self.query", "attention.self.key", "attention.self.value"):
+            shapes[f"{p}.{part}.weight"] = (32, 32)
+        shapes[f"{p}.attention.output.dense.weight"] = (32, 32)
+        shapes[f"{p}.intermediate.dense.weight"] = (64, 32)
+        shapes[f"{p}.output.dense.weight"] = (32, 64)
+    weights = {k: rng.normal(0, 0.2, s).astype(np.float32) for k, s in shapes.items()}
+    for k, (out, _) in list(shapes.items()):
+        if not k.startswith("embeddings."):
+            weights[k.replace(".weight", ".bias")] = rng.normal(0, 0.2, out).astype(np.float32)
+    norms = ["embeddings.LayerNorm"] + [
+        f"encoder.layer.{i}.{n}"
+        for i in range(2)
+        for n in ("attention.output.LayerNorm", "output.LayerNorm")
+    ]
+    for n in norms:
+        weights[f"{n}.weight"] = np.ones(32, np.float32)
+        weights[f"{n}.bias"] = np.zeros(32, np.float32)
     folder = tmp_path_factory.mktemp("tiny-cross-encoder")
-    BertForSequenceClassification(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    onnx.save_model(build_graph(weights, config, classifier=True), folder / "model.onnx")
+    shutil.copy(default_model_path() / "tokenizer.json", folder / "tokenizer.json")
+    (folder / "config.json").write_text(json.dumps(config), "utf-8")
     return folder
 
 

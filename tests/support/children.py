@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+# core is a lazy face and Engine loads the stores on first open: preload them by name.
 PRELOAD = [
     "numpy",
     "duckdb",
@@ -28,9 +29,12 @@ PRELOAD = [
     "tantivy",
     "core",
     "core.engine",
+    "core.bank",
+    "core.store.bank_store",
     "tests.support.children",
     # The server crash test's children serve HTTP and embed (tests/server).
-    "sentence_transformers",
+    "onnxruntime",
+    "tokenizers",
     "core.providers.embedder",
     "core.server",
     "core.cli",

@@ -1,0 +1,94 @@
+"""What an install from the public index brings, and what the wheel carries."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PUBLIC_INDEX = "https://pypi.org/simple"
+GPU_STACK = re.compile(r"^(nvidia-.*|.*cuda.*|triton|torch)$", re.IGNORECASE)
+
+
+def wheel_requirements(tmp_path: Path) -> list[str]:
+    """The Requires-Dist of the wheel this checkout builds (its metadata, prepared
+    by the build backend without building the whole wheel)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    code = (
+        "import sys; from setuptools import build_meta; "
+        "print(build_meta.prepare_metadata_for_build_wheel(sys.argv[1]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    dist_info = tmp_path / done.stdout.strip().splitlines()[-1]
+    metadata = (dist_info / "METADATA").read_text("utf-8")
+    return [
+        line.split(":", 1)[1].strip()
+        for line in metadata.splitlines()
+        if line.startswith("Requires-Dist:") and "extra ==" not in line
+    ]
+
+
+@pytest.mark.slow
+def test_installing_from_the_public_index_pulls_no_gpu_stack(tmp_path):
+    requirements = wheel_requirements(tmp_path / "meta")
+    assert any(r.startswith("onnxruntime") for r in requirements)
+    report = tmp_path / "report.json"
+    # Only the public index: no local wheel folders or extra indexes from pip's config.
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": ""}
+    env.pop("PIP_EXTRA_INDEX_URL", None)
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+            "--quiet", "--report", str(report), "--index-url", PUBLIC_INDEX, *requirements,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    if done.returncode != 0 and "NewConnectionError" in done.stderr:
+        pytest.skip("the public package index is not reachable")
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]
+    assert "onnxruntime" in names
+    assert [n for n in names if GPU_STACK.match(n)] == []
+
+
+def test_the_built_package_carries_and_finds_its_resources(tmp_path):
+    """build_py lays out what the wheel holds; from there (no checkout beside it)
+    the app finds the demo conversations and its icon, and core its model."""
+    lib = tmp_path / "lib"
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(lib)],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    code = (
+        "from app.demo import demo_dir, demo_files; from app.assets import app_icon_path; "
+        "from core.providers.embedder import default_model_path; "
+        "print(demo_dir()); print(len(demo_files())); print(app_icon_path().is_file()); "
+        "print((default_model_path() / 'model.onnx').is_file())"
+    )
+    env = {"PYTHONPATH": str(lib), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    folder, count, icon, model = done.stdout.split("\n")[:4]
+    assert Path(folder) == lib / "app" / "_resources" / "demo", done.stderr
+    assert int(count) == len(list((REPO / "resources" / "demo").glob("[0-9][0-9]-*")))
+    assert (icon, model) == ("True", "True")
