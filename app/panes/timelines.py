@@ -337,7 +337,9 @@ class TimelinesPane(Pane):
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
-        ll.addWidget(QLabel("<b>Opinions</b> (check to overlay; ↕ = total movement)"))
+        heading = QLabel("<b>Opinions</b> (check to overlay; ↕ = total movement)")
+        heading.setWordWrap(True)  # the list may be narrow in a small window
+        ll.addWidget(heading)
         ll.addWidget(self.show_all)
         ll.addWidget(self.list, 1)
         ll.addWidget(self.list_status)

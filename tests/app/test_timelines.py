@@ -183,11 +183,12 @@ def test_movers_are_listed_first_by_movement_and_the_toggle_shows_the_rest(
 
 def test_hover_cards_stay_inside_a_small_plot(qtbot, pane, history) -> None:
     _bank, a, b, _w = history
-    pane.resize(900, 560)
+    pane.resize(1010, 600)  # the pane's room in a 1280x720 window
     with qtbot.waitSignal(pane.shown, timeout=10_000):
         pane.set_checked([a, b])
-    qtbot.wait(50)  # no fixed sleep for logic: only lets the resize lay out
-    box = pane.plot.getPlotItem().getViewBox().sceneBoundingRect()
+    vb = pane.plot.getPlotItem().getViewBox()
+    qtbot.waitUntil(lambda: 250 < vb.width() < 700)  # the plot's share, laid out
+    box = vb.sceneBoundingRect()
     for opinion_id in (a, b):
         for point in pane.plot.points[opinion_id]:
             pane.plot.hover(point)
