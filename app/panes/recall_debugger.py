@@ -558,6 +558,7 @@ class RecallDebuggerPane(Pane):
         lower.setStretchFactor(0, 3)
         lower.setStretchFactor(1, 2)
         lower.setSizes([840, 560])
+        self.lower = lower
         self.budget_bar = BudgetBar()
         self.budget_bar.unit_selected.connect(self.select_unit)
         budget_frame = QFrame()
@@ -606,6 +607,14 @@ class RecallDebuggerPane(Pane):
         root.addWidget(self.status)
         root.addWidget(self.stack, 1)
         self.set_bank(state.bank)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        """Below 1200 px the graph yields to the fused table (its fact column must
+        stay readable); the graph's controls scroll inside its half."""
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width() and event.size().width() < 1200:
+            total = sum(self.lower.sizes()) or self.lower.width()
+            self.lower.setSizes([int(total * 0.7), total - int(total * 0.7)])
 
     # -- pane interface ----------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ def test_every_pane_fits_a_1280x720_window(qtbot, make_window, small_bank) -> No
     qtbot.waitUntil(lambda: fused.viewport().width() > 0)
     header = fused.horizontalHeader()
     assert header.length() <= fused.viewport().width()
-    assert header.sectionSize(FUSED_KEYS.index("fact")) >= 120
+    assert header.sectionSize(FUSED_KEYS.index("fact")) >= 180
 
 
 def _hosts(window):
