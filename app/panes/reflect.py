@@ -126,7 +126,7 @@ def diff_html(text: str, others: Sequence[str]) -> str:
 
 QUOTE_CHARS = 70
 DIFFERENCES_LISTED = 3
-COLUMN_MIN_WIDTH = 300  # beyond three columns the comparison scrolls sideways
+COLUMN_MIN_WIDTH = 230  # three fit a 1440 window; beyond that the row scrolls sideways
 
 
 def _quote(text: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.panes.reflect import ReflectPane, diff_html, theta_label, word_diff
+from app.panes.reflect import COLUMN_MIN_WIDTH, ReflectPane, diff_html, theta_label, word_diff
 from app.runner import Runner
 from app.state import StudioState
 from core import Disposition
@@ -140,7 +140,7 @@ def test_offline_answers_open_with_what_differs_and_four_columns_scroll(
         assert "Question:" not in text
     # Four columns do not squeeze below a readable width: the row scrolls instead.
     host, scroll = pane.columns_host, pane.columns_scroll
-    qtbot.waitUntil(lambda: pane.columns[-1].x() > 3 * 300)  # laid out side by side
-    assert all(c.width() >= c.minimumWidth() >= 300 for c in pane.columns)
+    qtbot.waitUntil(lambda: pane.columns[-1].x() > 3 * COLUMN_MIN_WIDTH)  # laid out side by side
+    assert all(c.width() >= c.minimumWidth() >= COLUMN_MIN_WIDTH for c in pane.columns)
     assert host.width() > scroll.viewport().width()
     qtbot.waitUntil(lambda: scroll.horizontalScrollBar().maximum() > 0)
