@@ -131,10 +131,16 @@ def test_third_person_and_rules_profile() -> None:
     assert third_person("Alice said: I went home.") == "Alice said: I went home."
     from core.types import Unit
 
+    # Distinct facts (a profile does not repeat near-identical ones).
+    words = (
+        "apple birch cedar delta ember fjord grape harbor igloo jungle kayak lemon mango "
+        "nectar olive pepper quartz raven salmon tulip umber violet walnut xenon yarrow "
+        "zephyr amber basil clover dune"
+    ).split()
     facts = [
         Unit(
             str(i),
-            f"Fact number {i} about Priya.",
+            f"Fact number {i} about Priya: {words[i]}.",
             Network.WORLD,
             occurred_start=DAY + timedelta(days=i),
         )
