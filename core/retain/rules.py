@@ -38,7 +38,6 @@ from core.retain.extract import (
     EntityMention,
     Exchange,
     ExtractedFact,
-    is_question,
 )
 from core.retain.gazetteer import is_place, is_region
 from core.retain.statements import FILLER_WORDS, rewrite_is_safe, split_turn
@@ -300,8 +299,10 @@ _OPENING_CUE = re.compile(
     r"|because\s+of\s+(?:that|this|it))\b[\s,]*",
     re.IGNORECASE,
 )
-# Code in backticks names no entities.
+# Code in backticks names no entities, nor does a run of capitalised words
+# ("CREATE INDEX CONCURRENTLY", "JUST DOING IT"): code or shouting.
 _CODE = re.compile(r"`[^`]*`")
+_SHOUTING = re.compile(r"\b[A-Z][A-Z'’]+(?:[ \t]+[A-Z][A-Z'’]+)+\b")
 _TRIM = " \t\n,;:-–—"
 
 
@@ -437,6 +438,10 @@ def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
         if current is not None:
             current.after = after
             spans.append(current)
+            # A lone capitalised word mid-sentence is a name wherever it appears;
+            # a word of a longer name ("Finding Freedom") is not evidence for itself.
+            if not current.initial and len(current.words) == 1:
+                mid.add(current.words[0].casefold())
             current = None
 
     k = 0
@@ -458,8 +463,6 @@ def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
                 current = _Span([word], initial, (recent[-2], recent[-1]))
             else:
                 current.words.append(word)
-            if not initial:
-                mid.add(word.casefold())
         elif current is not None and token.lower() in _JOINERS:
             # "University of Texas", "Lord of the Rings": a joiner only between capitals.
             joined = [token.lower()]
@@ -475,8 +478,12 @@ def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
             close(token)
         initial = False
         recent = [recent[-1], token.lower()]
-        if word != token:  # a possessive ends the name
-            close("'s")
+        if word != token:  # a possessive ends the name…
+            nxt = tokens[k] if k < len(tokens) else ""
+            if current is not None and len(current.words) == 1 and _is_capitalised(nxt):
+                current.words[-1] = token  # …unless a title goes on: "Charlotte's Web"
+            else:
+                close("'s")
     close("")
     return spans, mid
 
@@ -494,6 +501,13 @@ _PERSON_BEFORE = _wordset(
     "kid kids baby grandma grandpa grandmother grandfather aunt uncle cousin niece "
     "nephew boss manager colleague coworker co-worker neighbor neighbour teacher coach "
     "mentor doctor therapist roommate classmate named called"
+)
+
+
+# "… at X" is an employer after these words.
+_ORG_BEFORE_AT = _wordset(
+    "job jobs work works worked working intern interned internship employed career "
+    "shift position role"
 )
 
 
@@ -518,6 +532,10 @@ def _span_type(span: _Span, persons: set[str]) -> str:
         return "org"
     if last in _PLACE_SUFFIXES or is_place(name):
         return "place"
+    if before1 == "at" and before2 in _ORG_BEFORE_AT:
+        return "org"  # "my job at Door Dash"
+    if before1 == "by" and len(span.words) >= 2:
+        return "person"  # a full name after "by": an author, an artist
     if before1 in _PLACE_BEFORE or (before1 == "to" and before2 in _PLACE_BEFORE_TO):
         return "place"
     # Someone addressed by name: "Hey Mel!", "Thanks, Jo."
@@ -561,7 +579,8 @@ class _KnownIndex:
             words = tuple(w.casefold() for w in _NAME_WORD.findall(name))
             if words:
                 self.by_first.setdefault(words[0], []).append((words, name))
-                self.words.update(words)
+                if len(words) == 1:  # a word of a longer name is no name by itself
+                    self.words.update(words)
 
     def find(self, text: str) -> list[str]:
         if not self.by_first:
@@ -770,7 +789,7 @@ class RulesExtractor:
         )
         self._persons.update(t.speaker.casefold() for t in turns)
         for turn in turns:
-            spans, mid = _capitalised_spans(_CODE.sub(" ", turn.text))
+            spans, mid = _capitalised_spans(_SHOUTING.sub(" ", _CODE.sub(" ", turn.text)))
             context.spans[turn.id] = spans
             context.mid_sentence |= mid
             context.heads.update(sp.words[0].casefold() for sp in spans if not sp.initial)
@@ -795,14 +814,16 @@ class RulesExtractor:
         if not turns:
             return []
         # Names set aside when telling a filler ("Thanks, Mel!") from a statement.
-        names = frozenset(
-            w.casefold() for t in turns for w in _WORD.findall(t.speaker)
-        ) | frozenset(self._persons) | frozenset(
-            w.casefold()
-            for spans in context.spans.values()
-            for sp in spans
-            if len(sp.words) == 1 and _span_type(sp, self._persons) == "person"
-            for w in sp.words
+        names = (
+            frozenset(w.casefold() for t in turns for w in _WORD.findall(t.speaker))
+            | frozenset(self._persons)
+            | frozenset(
+                w.casefold()
+                for spans in context.spans.values()
+                for sp in spans
+                if len(sp.words) == 1 and _span_type(sp, self._persons) == "person"
+                for w in sp.words
+            )
         )
         facts: list[ExtractedFact] = []
         for group in _plan(turns, names):

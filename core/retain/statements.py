@@ -115,7 +115,7 @@ def sentences(text: str) -> list[str]:
 
 
 def is_question(sentence: str) -> bool:
-    return sentence.rstrip().rstrip("\"”’)").endswith("?")
+    return sentence.rstrip().rstrip('"”’)').endswith("?")
 
 
 def is_filler(sentence: str, names: frozenset[str] = frozenset()) -> bool:

@@ -17,13 +17,13 @@ from core.retain.extract import (
     chunk_exchanges,
 )
 from core.retain.importers import load_document, load_documents
-from core.retain.statements import split_turn
 from core.retain.rules import (
     RulesExtractor,
     describe_interval,
     opinion_confidence,
     rewrite_pronouns,
 )
+from core.retain.statements import split_turn
 from core.types import Document, ExtractionMode, Network, Turn
 from tests.shared_data import LOCOMO_DEV
 

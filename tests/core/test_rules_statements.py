@@ -79,7 +79,10 @@ def test_third_person_only_where_the_rewrite_is_safe() -> None:
 
 def test_a_narrative_keeps_its_time_for_what_happened_next() -> None:
     race, raised, proud = facts_of(
-        ("Ann", "Last Saturday I ran a charity race. I raised $500 for the shelter. I'm proud of it.")
+        (
+            "Ann",
+            "Last Saturday I ran a charity race. I raised $500 for the shelter. I'm proud of it.",
+        )
     )
     assert race.occurred_start == datetime(2023, 5, 6)
     assert raised.occurred_start == datetime(2023, 5, 6)  # past tense: same time
