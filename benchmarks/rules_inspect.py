@@ -104,7 +104,7 @@ def bank_stats(document, engine) -> None:
     moved = [c for c in bank.opinions_changed() if any(e.relation != "formed" for e in c.events)]
     print(f"  opinions {len(opinions)}, moved {len(moved)}")
     for change in moved:
-        opinion = bank.unit(change.opinion_id)
+        opinion = change.opinion
         print(f"    OPINION {opinion.text}  (now {opinion.confidence:.2f})")
         for event in change.events:
             if event.relation == "formed":
