@@ -166,6 +166,39 @@ def polarity(text: str) -> int:
     return (total > 0) - (total < 0)
 
 
+# Words that carry no topic: function words, chat words and the attribution.
+_NO_TOPIC = wordset(
+    """
+    that this these those there their them they with from have been were will would could
+    should about your yours what when where which while just really very much more some
+    said asked answered shared thing things stuff time always never also even still
+    like know think feel felt make made makes lots glad sure yeah thanks thank
+    """
+)
+
+
+def _topic(text: str) -> set[str]:
+    """The words of a text that can carry its topic, cut to their first five letters
+    (a crude stem: "adopt", "adopted", "adoption" meet)."""
+    return {
+        w[:5]
+        for w in _words(text)
+        if len(w) >= 4
+        and w not in _NO_TOPIC
+        and w not in _POSITIVE
+        and w not in _NEGATIVE
+        and w not in _NEGATIONS
+        and w not in _HEDGES
+    }
+
+
+def shares_topic(evidence: str, opinion: str, holders: frozenset[str] = frozenset()) -> bool:
+    """Evidence and opinion share a topic word ("Oscar", "pottery"); the holders'
+    own names, in both because they said both, do not count."""
+    names = {w[:5] for h in holders for w in _words(h)}
+    return bool((_topic(evidence) & _topic(opinion)) - names)
+
+
 def hedged(text: str) -> bool:
     words = set(_words(text))
     return bool(words & _HEDGES) or "not sure" in text.lower()
@@ -187,6 +220,7 @@ def assess_rules(
     shared_entity: bool = True,
     same_holder: bool = False,
     holder_similarity: float = HOLDER_MIN_SIMILARITY,
+    holders: frozenset[str] = frozenset(),
 ) -> Assessment:
     """Relation of `evidence` to `opinion` from their similarity and polarity cues.
 
@@ -203,6 +237,10 @@ def assess_rules(
             or (not shared_entity and similarity < RULES_STRONG_SIMILARITY)
         )
     ):
+        if not shares_topic(evidence, opinion, holders):
+            # "Good to talk to you again" says nothing about "helping out is great":
+            # sentiment alone is everywhere in small talk.
+            return Assessment(Relation.NEUTRAL, f"{sim}, same holder, no word of the topic")
         reversal = _REVERSAL.search(evidence)
         if reversal and not _REVERSAL.search(opinion):
             return Assessment(

@@ -384,6 +384,7 @@ class _Run:
             shared_entity,
             same_holder,
             float(self.config["retain.opinion_holder_similarity"]),
+            state.holders,
         )
 
     # -- the report --------------------------------------------------------------

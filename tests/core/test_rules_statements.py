@@ -201,6 +201,16 @@ def test_the_holder_judging_the_same_thing_again_moves_the_opinion() -> None:
     assert other.relation is Relation.NEUTRAL
     far = assess_rules("Mel said: the pottery class was awesome.", opinion, 0.5, False, True)
     assert far.relation is Relation.NEUTRAL
+    # Sentiment about another topic is small talk, not evidence.
+    chat = assess_rules(
+        "Mel said: good to talk to you again!",
+        opinion,
+        0.65,
+        False,
+        True,
+        holders=frozenset({"mel"}),
+    )
+    assert chat.relation is Relation.NEUTRAL
     # No sentiment in the evidence: nothing to move.
     flat = assess_rules("Mel went to a pottery class.", opinion, 0.7, False, True)
     assert flat.relation is Relation.NEUTRAL
