@@ -1,6 +1,7 @@
 # Two commands on a fresh machine with Python 3.11 and make:
 #   make run   set up .venv and start the studio on the demo bank
 #   make test  set up .venv with dev extras and run ruff, import-linter and every test
+#   make check the developers' fast loop: the same without the tests marked slow
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -8,7 +9,7 @@ BIN := $(VENV)/bin
 # pip is pointed at torch's CPU wheel by the pin in pyproject.toml (torch==2.13.0).
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: run test lint unit bench screenshots clean
+.PHONY: run test check lint unit fast bench screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +33,11 @@ unit: $(VENV)/.installed-dev
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2
 
 test: lint unit
+
+fast: $(VENV)/.installed-dev
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 -m "not slow"
+
+check: lint fast
 
 screenshots: $(VENV)/.installed
 	QT_QPA_PLATFORM=offscreen $(BIN)/engram screenshot --out docs/screenshots

@@ -27,6 +27,7 @@ import logging
 import traceback
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,6 +139,9 @@ class Runner(QObject):
         self._queue: deque[_Task] = deque()
         self._closing = False
         self.submitted = 0  # for tests and benchmarks: tasks ever submitted
+        # (key, mutating) -> a lock the task holds while it runs, or None: the studio's
+        # server sets it so the runner and the server never work on one bank at once.
+        self.lock_for: Callable[[Any, bool], AbstractContextManager | None] | None = None
         self._signals = _Signals(self)
         queued = Qt.ConnectionType.QueuedConnection
         self._signals.done.connect(self._on_done, queued)
@@ -255,7 +259,11 @@ class Runner(QObject):
         self._running[task.id] = task
         if task.job is not None:
             self.job_started.emit(task.job)
-        self._pool.start(_Runnable(task.id, task.fn, self._signals))
+        fn = task.fn
+        lock = self.lock_for(task.key, task.mutating) if self.lock_for is not None else None
+        if lock is not None:
+            fn = _holding(lock, fn)
+        self._pool.start(_Runnable(task.id, fn, self._signals))
 
     @Slot(int, int, int, str)
     def _on_progress(self, task_id: int, done: int, total: int, message: str) -> None:
@@ -307,6 +315,14 @@ class Runner(QObject):
         if isinstance(error, CancelledError):
             return  # the job's own finished(False) tells the status bar
         self.failed.emit(describe(error), tb)
+
+
+def _holding(lock: AbstractContextManager, fn: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        with lock:
+            return fn()
+
+    return run
 
 
 def describe(error: BaseException) -> str:

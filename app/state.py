@@ -24,6 +24,7 @@ class StudioState(QObject):
         self.runner = runner
         self._bank: Bank | None = None
         self._mode = "offline rules"
+        self.server = None  # the StudioServer (app/serving.py) once the window made one
         runner.changed.connect(self._on_change)
 
     @property
@@ -45,5 +46,18 @@ class StudioState(QObject):
             self._mode = mode
             self.mode_changed.emit(mode)
 
+    def recheck_mode(self) -> None:
+        """Probe the language model again (off the UI thread) and show what it is now.
+
+        Called when work that used the model failed or fell back: the mode shown
+        must not keep saying "Ollama" after the server died or the model went."""
+        self.runner.run_query(self.engine.mode, self.set_mode, lambda _error: None)
+
     def _on_change(self, change: Change) -> None:
         self.changed.emit(change)
+
+    def broadcast(self, change: Change) -> None:
+        """A change made elsewhere (through the studio's server): the panes refresh
+        as for the studio's own actions."""
+        if not change.empty:
+            self.changed.emit(change)

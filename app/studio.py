@@ -49,7 +49,7 @@ def run_studio(args: Sequence[str]) -> int:
     from app import theme
     from app.demo import demo_available, start_demo_build
     from app.window import APPLICATION, ORGANIZATION, MainWindow
-    from core import Engine
+    from core import Engine, EngramError
 
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "engram"])
     app.setOrganizationName(ORGANIZATION)
@@ -57,7 +57,11 @@ def run_studio(args: Sequence[str]) -> int:
     app.setApplicationDisplayName(APPLICATION)
     theme.apply_theme(app, str(QSettings().value("theme", "system")))
 
-    engine = Engine(options.home)
+    try:
+        engine = Engine(options.home)
+    except EngramError as error:  # e.g. a malformed ENGRAM_OLLAMA_TIMEOUT
+        print(f"engram: {error}", file=sys.stderr)
+        return 2
     window = MainWindow(engine)
     window.show()
     if not engine.banks() and not options.no_demo and demo_available():

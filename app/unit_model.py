@@ -127,9 +127,12 @@ class UnitTableModel(QAbstractTableModel):
     def order(self) -> tuple[str, bool]:
         return self._order, self._descending
 
-    def set_bank(self, bank: Bank | None) -> None:
+    def set_bank(self, bank: Bank | None, filters: Mapping[str, Any] | None = None) -> None:
+        """Show `bank`, with `filters` when given (one reload for both)."""
         self._bank = bank
         self.entity_names = {}
+        if filters is not None:
+            self._filters = {k: v for k, v in filters.items() if v is not None and v != ""}
         self.reload()
 
     def set_filters(self, filters: Mapping[str, Any]) -> None:

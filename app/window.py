@@ -40,10 +40,12 @@ from PySide6.QtWidgets import (
 
 from app import theme
 from app.banks import BankList, CreateBankDialog, DeleteBankDialog, RenameBankDialog
+from app.jobs import JobsIndicator
 from app.panes import Pane, build_panes
 from app.panes.ingest import IngestPane
 from app.panes.snapshots import SnapshotsPane
 from app.runner import Job, Runner, describe
+from app.serving import ServingIndicator, StudioServer, serving_enabled
 from app.state import StudioState
 from core import Bank, BankInfo, Change, Engine, Kind
 
@@ -68,6 +70,8 @@ class MainWindow(QMainWindow):
         self.engine = engine
         self.runner = Runner(self)
         self.state = StudioState(engine, runner=self.runner, parent=self)
+        self.server = StudioServer(self.state, self)
+        self.state.server = self.server
         self._closing_banks: dict[Path, Bank] = {}
         self._open_after_close: BankInfo | str | None = None
         self._dialogs: list[QWidget] = []
@@ -121,9 +125,13 @@ class MainWindow(QMainWindow):
         jl.addWidget(self.job_cancel)
         self.job_widget = job
         job.setVisible(False)
+        self.jobs_indicator = JobsIndicator(self.state)
         status = self.statusBar()
         status.addPermanentWidget(job)
+        status.addPermanentWidget(self.jobs_indicator)
         status.addPermanentWidget(self.mode_label)
+        self.serving_indicator = ServingIndicator(self.server)
+        status.addPermanentWidget(self.serving_indicator)
         self._show_mode(self.state.mode)
 
         self.runner.failed.connect(self.show_error)
@@ -581,8 +589,11 @@ class MainWindow(QMainWindow):
     # -- start and close -----------------------------------------------------
 
     def start(self, open_last: bool = True) -> None:
-        """List banks, probe the mode, and open the last bank (or the only one)."""
+        """List banks, probe the mode, serve (unless Settings say not), and open the
+        last bank (or the only one)."""
         self.update_mode()
+        if serving_enabled():
+            self.server.start()
         engine = self.engine
 
         def listed(infos: list[BankInfo]) -> None:
@@ -602,7 +613,8 @@ class MainWindow(QMainWindow):
                 QGuiApplication.styleHints().colorSchemeChanged.disconnect(
                     self._system_theme_changed
                 )
-            # Cancel and join engine work before the stores close under it.
+            # No more requests, then cancel and join engine work, before the stores close.
+            self.server.stop()
             self.runner.shutdown()
             self.state.set_bank(None)
             self.engine.close()

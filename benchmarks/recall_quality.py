@@ -207,7 +207,11 @@ def run_mode(
                 for name, options in configs.items():
                     for budget in BUDGETS:
                         result = bank.recall(
-                            q["question"], budget_tokens=budget, level=level_for(budget), **options
+                            q["question"],
+                            budget_tokens=budget,
+                            level=level_for(budget),
+                            count_access=False,
+                            **options,
                         )
                         got = result.source_ids & evidence
                         scores[(name, budget)][q["category"]].append(len(got) / len(evidence))

@@ -85,7 +85,9 @@ def main() -> None:
         bank = engine.open_bank("bench")
         rows.append(("open", f"{(time.perf_counter() - t) * 1000:.0f} ms", "incl. agreement check"))
 
-        offsets = [random.Random(2).randrange(0, args.units // 4 - 100) for _ in range(args.queries)]
+        offsets = [
+            random.Random(2).randrange(0, args.units // 4 - 100) for _ in range(args.queries)
+        ]
         it = iter(offsets * 2)
         med, p95 = median_ms(
             lambda: bank.units(Network.OPINION, order="occurred_start", offset=next(it), limit=100),
@@ -94,7 +96,10 @@ def main() -> None:
         rows.append(("page of 100 (network, by time)", f"median {med:.1f} ms", f"p95 {p95:.1f} ms"))
 
         rng = np.random.default_rng(3)
-        queries = [vectors[rng.integers(0, args.units)] + rng.normal(0, 0.05, SpecOnly.dim) for _ in range(args.queries)]
+        queries = [
+            vectors[rng.integers(0, args.units)] + rng.normal(0, 0.05, SpecOnly.dim)
+            for _ in range(args.queries)
+        ]
         qi = iter(queries * 3)
         v_med, v_p95 = median_ms(lambda: bank.store.vectors.search(next(qi), 50), args.queries)
         matrix = vectors
@@ -106,7 +111,11 @@ def main() -> None:
 
         n_med, _ = median_ms(numpy_top50, args.queries)
         rows.append(
-            ("vector top-50 (LanceDB)", f"median {v_med:.1f} ms, p95 {v_p95:.1f}", f"numpy brute force {n_med:.1f} ms, ratio {v_med / n_med:.2f}x")
+            (
+                "vector top-50 (LanceDB)",
+                f"median {v_med:.1f} ms, p95 {v_p95:.1f}",
+                f"numpy brute force {n_med:.1f} ms, ratio {v_med / n_med:.2f}x",
+            )
         )
 
         word_rng = random.Random(4)
@@ -126,7 +135,11 @@ def main() -> None:
 
         r_med, _ = median_ms(rank_bm25_top50, min(args.queries, 20))
         rows.append(
-            ("BM25 top-50 (Tantivy)", f"median {b_med:.2f} ms, p95 {b_p95:.2f}", f"rank-bm25 {r_med:.0f} ms (build {build_s:.0f} s), ratio {b_med / r_med:.4f}x")
+            (
+                "BM25 top-50 (Tantivy)",
+                f"median {b_med:.2f} ms, p95 {b_p95:.2f}",
+                f"rank-bm25 {r_med:.0f} ms (build {build_s:.0f} s), ratio {b_med / r_med:.4f}x",
+            )
         )
         bank.close()
         engine.close()

@@ -6,7 +6,7 @@ imports Qt (an import-linter contract checks it).
 
 from core.bank import UNSET, Bank
 from core.config import DEFAULTS as CONFIG_DEFAULTS
-from core.curate import AuditEntry, RetractPreview
+from core.curate import AuditEntry, DocumentPreview, PreviewFact, RetractPreview
 from core.engine import BankInfo, Engine
 from core.progress import CancelToken, Progress
 from core.providers.llm import LanguageModel, LanguageModelError, LlmSettings
@@ -47,6 +47,7 @@ from core.types import (
     LinkKind,
     Network,
     NewUnit,
+    StorageError,
     Turn,
     Unit,
     UnitStatus,
@@ -64,10 +65,12 @@ __all__ = [
     "CONFIG_DEFAULTS",
     "CancelToken",
     "CancelledError",
+    "StorageError",
     "Change",
     "Comparison",
     "Disposition",
     "Document",
+    "DocumentPreview",
     "EmbeddingMismatchError",
     "Engine",
     "EngineSettings",
@@ -90,12 +93,15 @@ __all__ = [
     "NewUnit",
     "OpinionChange",
     "OpinionTrajectory",
+    "PreviewFact",
     "Progress",
     "RecallItem",
     "RecallResult",
     "Reflection",
     "ReflectionError",
     "RetractPreview",
+    "ServedBanks",
+    "ServerHandle",
     "SnapshotDiff",
     "SnapshotError",
     "Turn",
@@ -105,8 +111,31 @@ __all__ = [
     "UnitStatus",
     "VerifyReport",
     "adjacency",
+    "api_token",
     "diff_snapshots",
+    "find_owner",
     "load_documents",
     "spread",
+    "start_server",
     "system_prompt",
+    "token_file",
 ]
+
+# The server's names load on first use, so `import core` stays free of FastAPI.
+_LAZY = {
+    "ServedBanks": "core.server",
+    "ServerHandle": "core.server",
+    "api_token": "core.server",
+    "find_owner": "core.server.owner",
+    "start_server": "core.server",
+    "token_file": "core.server.token",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'core' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

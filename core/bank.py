@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.config import bank_config
+from core.config import DEFAULTS, bank_config, stored_config
 from core.progress import CancelToken, Progress, check, report
 from core.store.bank_store import BankStore, utcnow
 from core.store.units import (
@@ -24,6 +24,7 @@ from core.store.units import (
     insert_units,
     select_units,
 )
+from core.text import has_surrogate
 from core.types import (
     BankProfile,
     Change,
@@ -39,6 +40,7 @@ from core.types import (
 
 if TYPE_CHECKING:
     from core.curate.audit import AuditEntry
+    from core.curate.documents import DocumentPreview
     from core.curate.retract import RetractPreview
     from core.engine import Engine
     from core.providers.llm import LanguageModel
@@ -77,14 +79,42 @@ class Bank:
         return self.engine.bank_name(self.folder)
 
     def profile(self) -> BankProfile:
-        stored = self.store.meta("profile", {})
-        return BankProfile(
+        return self._read_profile()[0]
+
+    def profile_warnings(self) -> list[str]:
+        """What the stored profile holds that this version cannot use (an unknown
+        setting, a damaged value): ignored when read, dropped when saved again."""
+        return self._read_profile()[1]
+
+    def _read_profile(self) -> tuple[BankProfile, list[str]]:
+        stored, warnings = self._stored_profile()
+        config, config_warnings = stored_config(stored.get("config"))
+        warnings += config_warnings
+        try:
+            disposition = Disposition.from_dict(stored.get("disposition") or {})
+        except (TypeError, ValueError, AttributeError):
+            disposition = Disposition()
+            warnings.append("the stored disposition is damaged; the default is used")
+        text = {}
+        for key in ("background", "agent_name"):
+            value = stored.get(key, "")
+            text[key] = value if isinstance(value, str) else ""
+            if not isinstance(value, str):
+                warnings.append(f"the stored {key} is not text; it is ignored")
+        profile = BankProfile(
             name=self.name,
-            background=stored.get("background", ""),
-            agent_name=stored.get("agent_name", ""),
-            disposition=Disposition.from_dict(stored.get("disposition", {})),
-            config=bank_config(stored.get("config")),
+            background=text["background"],
+            agent_name=text["agent_name"],
+            disposition=disposition,
+            config=config,
         )
+        return profile, warnings
+
+    def _stored_profile(self) -> tuple[dict, list[str]]:
+        stored = self.store.meta("profile", {})
+        if isinstance(stored, dict):
+            return dict(stored), []
+        return {}, [f"the stored profile is not a table ({type(stored).__name__}); it is ignored"]
 
     def set_profile(
         self,
@@ -94,7 +124,7 @@ class Bank:
         disposition: Disposition | None = None,
         config: dict[str, Any] | None = None,
     ) -> Change:
-        stored = dict(self.store.meta("profile", {}))
+        stored, _ = self._stored_profile()
         if background is not None:
             stored["background"] = background
         if agent_name is not None:
@@ -102,9 +132,17 @@ class Bank:
         if disposition is not None:
             stored["disposition"] = disposition.to_dict()
         if config is not None:
-            merged = {**stored.get("config", {}), **config}
-            bank_config(merged)  # raises on unknown keys or bad values
-            stored["config"] = merged
+            # The new values: raises on unknown keys or bad values (None resets a key).
+            bank_config({k: v for k, v in config.items() if v is not None})
+            # What is stored already and cannot be used (an unknown key) is dropped:
+            # saving a config is how such a profile is fixed.
+            kept = stored.get("config")
+            kept = {
+                k: v
+                for k, v in (kept.items() if isinstance(kept, dict) else ())
+                if k in DEFAULTS and not stored_config({k: v})[1]
+            }
+            stored["config"] = {k: v for k, v in {**kept, **config}.items() if v is not None}
         with self.store.transaction() as tx:
             self.store.set_meta(tx.con, "profile", stored)
         return Change.of(updated={Kind.PROFILE: [self.name]})
@@ -158,6 +196,10 @@ class Bank:
         text = unit.text.strip() if isinstance(unit.text, str) else ""
         if not text:
             raise InvalidInputError("a unit needs non-empty text")
+        if "\x00" in text or has_surrogate(text):
+            raise InvalidInputError(
+                "a unit's text cannot hold NUL characters or lone UTF-16 surrogates"
+            )
         if len(text) > MAX_UNIT_CHARS:
             raise InvalidInputError(
                 f"a unit's text is limited to {MAX_UNIT_CHARS} characters (got {len(text)})"
@@ -226,6 +268,44 @@ class Bank:
 
         return delete_units(self, unit_ids, actor=actor)
 
+    def add_memory(
+        self,
+        text: str,
+        *,
+        network: Network | str = Network.WORLD,
+        occurred_start: datetime | None = None,
+        occurred_end: datetime | None = None,
+        confidence: float | None = None,
+        entity_ids: Sequence[str] = (),
+        actor: str = "user",
+    ) -> Change:
+        """Add one memory by hand (embedded, indexed, linked); audited, undoable.
+        Its id is in `change.added[Kind.UNIT]`."""
+        from core.curate.memories import add_memory
+
+        return add_memory(
+            self,
+            text,
+            network=network,
+            occurred_start=occurred_start,
+            occurred_end=occurred_end,
+            confidence=confidence,
+            entity_ids=entity_ids,
+            actor=actor,
+        )
+
+    def hide_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+        """Hide facts from recall, reflect and the default views without deleting
+        them (what was derived from them follows); audited, undoable."""
+        from core.curate.memories import set_hidden
+
+        return set_hidden(self, unit_ids, True, actor=actor)
+
+    def unhide_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+        from core.curate.memories import set_hidden
+
+        return set_hidden(self, unit_ids, False, actor=actor)
+
     # -- retain (core/retain) ------------------------------------------------
 
     def ingest(
@@ -269,6 +349,39 @@ class Bank:
         from core.retain.documents import list_documents
 
         return list_documents(self.store.reader())
+
+    def document_preview(self, document_id: str) -> DocumentPreview:
+        """What `delete_document` would remove (each unit listed) and change."""
+        from core.curate.documents import document_preview
+
+        return document_preview(self, document_id)
+
+    def delete_document(self, document_id: str, *, actor: str = "user") -> Change:
+        """Delete an ingested document with everything derived only from it: its
+        turns, the units extracted from it (mentions, links), opinion steps it was
+        evidence for (those opinions' confidence replayed), entities only it
+        mentioned; observations that quoted it are rebuilt. Audited, undoable."""
+        from core.curate.documents import delete_document
+
+        return delete_document(self, document_id, actor=actor)
+
+    def reingest_document(
+        self,
+        document_id: str,
+        mode: str = "auto",
+        *,
+        progress: Progress | None = None,
+        cancel: CancelToken | None = None,
+        llm: LanguageModel | None = None,
+    ) -> IngestReport:
+        """Extract a stored document again from its stored turns (replacing what
+        its last ingest wrote, in one transaction). Retain, not curation: not undoable."""
+        from core.retain.documents import stored_document
+
+        document = stored_document(self.store.reader(), document_id)
+        return self.ingest(
+            document, mode=mode, force=True, progress=progress, cancel=cancel, llm=llm
+        )
 
     def turns(self, document_id: str) -> list[Turn]:
         from core.retain.documents import document_turns
@@ -332,10 +445,30 @@ class Bank:
     ) -> RecallResult:
         """The facts most relevant to `query` that fit in `budget_tokens`, with the
         trace of how they were chosen. Options (reranker, channels, start, end,
-        observation_budget, settings): see `core.recall.pipeline.recall`."""
-        from core.recall.pipeline import recall
+        observation_budget, settings): see `core.recall.pipeline.recall`.
 
-        return recall(self, query, budget_tokens, networks, now, level, **options)
+        `count_access` (default True): count this recall in each returned unit's
+        `access_count` and `last_accessed_at`. Callers that only inspect recall
+        (the studio's recall debugger, benchmarks) pass False."""
+        from core.recall.pipeline import recall
+        from core.store.units import record_access
+
+        count_access = bool(options.pop("count_access", True))
+        result = recall(self, query, budget_tokens, networks, now, level, **options)
+        if count_access:
+            ids = [i.unit_id for i in (*result.items, *result.observations)]
+            if ids:
+                with self.store.transaction() as tx:
+                    record_access(tx.con, ids, utcnow())
+        return result
+
+    def time_span(
+        self, network: Network | str | None = None
+    ) -> tuple[datetime | None, datetime | None]:
+        """When the bank's (or one network's) active facts occurred: first and last."""
+        from core.store.units import occurrence_span
+
+        return occurrence_span(self.store.reader(), network)
 
     def prepare_recall(self) -> str:
         """Load what recall keeps in memory (the link graph: ~3.5 s at 100,000
@@ -493,8 +626,9 @@ class Bank:
         progress: Progress | None = None,
     ) -> Change:
         """Remove the entity and everything derived from it for good, from every
-        store and every old copy; its names are redacted from the stored turns.
-        THIS CANNOT BE UNDONE: it runs only with confirm=True."""
+        store of the bank and their old copies on disk; every name it had is
+        redacted where it was mentioned. Exported snapshots are outside the bank
+        and keep it (see `exports`). THIS CANNOT BE UNDONE: confirm=True."""
         from core.curate.purge import purge_entity
 
         return purge_entity(self, entity_id, confirm=confirm, actor=actor, progress=progress)
@@ -545,6 +679,13 @@ class Bank:
         from core.snapshot.export import export_snapshot
 
         return export_snapshot(self, path, progress, cancel)
+
+    def exports(self) -> list:
+        """Every file this bank was exported to (`ExportRecord`: path, time, units,
+        whether it still exists). A purge cannot reach them: they are outside the bank."""
+        from core.snapshot.export import known_exports
+
+        return known_exports(self)
 
     # -- integrity -----------------------------------------------------------
 

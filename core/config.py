@@ -6,6 +6,7 @@ these defaults, so the settings pane can show each default beside its value.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,9 +98,54 @@ DEFAULTS: dict[str, Any] = {
 
 
 def bank_config(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The defaults with `overrides` laid over them; an unknown key or a value of
+    the wrong kind raises (KeyError, ValueError, TypeError)."""
     config = dict(DEFAULTS)
     for key, value in (overrides or {}).items():
         if key not in DEFAULTS:
             raise KeyError(f"unknown setting {key!r}")
-        config[key] = type(DEFAULTS[key])(value)
+        config[key] = setting_value(key, value)
     return config
+
+
+def setting_value(key: str, value: Any) -> Any:
+    """`value` as the kind of setting `key` is; ValueError/TypeError if it is not one."""
+    kind = type(DEFAULTS[key])
+    if kind is bool:
+        # bool("false") is True: only real truth values (or 0/1, "true"/"false") pass.
+        if isinstance(value, bool | int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise TypeError(f"setting {key!r} must be true or false, got {value!r}")
+    if kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise TypeError(f"setting {key!r} must be a number, got {value!r}")
+        number = kind(value)
+        if not math.isfinite(number):
+            raise ValueError(f"setting {key!r} must be a finite number, got {value!r}")
+        return number
+    if not isinstance(value, str):
+        raise TypeError(f"setting {key!r} must be text, got {value!r}")
+    return value
+
+
+def stored_config(overrides: Any) -> tuple[dict[str, Any], list[str]]:
+    """A stored bank's config, never failing: what it holds that this version does not
+    know (a newer version's key, a damaged value) is set aside and named in the
+    warnings, so the profile can still be read, and fixed by saving it again."""
+    warnings: list[str] = []
+    if overrides is None:
+        return dict(DEFAULTS), warnings
+    if not isinstance(overrides, Mapping):
+        return dict(DEFAULTS), [f"the stored config is not a table of settings ({overrides!r})"]
+    config = dict(DEFAULTS)
+    for key, value in overrides.items():
+        if key not in DEFAULTS:
+            warnings.append(f"unknown setting {key!r} ignored (saving the profile drops it)")
+            continue
+        try:
+            config[key] = setting_value(key, value)
+        except (TypeError, ValueError) as error:
+            warnings.append(f"{error}; the default {DEFAULTS[key]!r} is used")
+    return config, warnings

@@ -14,19 +14,32 @@ import re
 import shutil
 import threading
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
+from filelock import FileLock, Timeout
 
 from core.bank import Bank
 from core.curate.purge import finish_pending_purge
+from core.home import LABEL, default_home, labelled_folders
+from core.home import read_label as _read_label
 from core.settings import EngineSettings
 from core.store.bank_store import BankStore, utcnow
 from core.store.lock import BankLock
-from core.types import BankExistsError, BankNotFoundError, Change, InvalidInputError, Kind
+from core.types import (
+    BankExistsError,
+    BankNotFoundError,
+    Change,
+    EngramError,
+    InvalidInputError,
+    Kind,
+)
 
-LABEL = "bank.json"
+# Beside the banks folder (not in it: it is no bank): held while a name is taken.
+NAMES_LOCK = "bank-names.lock"
+NAMES_LOCK_TIMEOUT = 30.0
 MAX_NAME = 100
 # The default embedding model's identity is known without loading it, so
 # opening a bank to list memories does not pay for loading torch weights.
@@ -38,11 +51,6 @@ class BankInfo:
     name: str
     folder: Path
     created_at: str
-
-
-def default_home() -> Path:
-    env = os.environ.get("ENGRAM_HOME")
-    return Path(env) if env else Path(platformdirs.user_data_dir("engram-studio", "engram"))
 
 
 def _slug(name: str) -> str:
@@ -133,23 +141,31 @@ class Engine:
             )
         )
 
-    def mode(self) -> str:
-        """What produces extraction and answers right now, for a person to read."""
+    def model_status(self):
+        """The one connection check (core.providers.llm.ModelStatus) for the
+        configured model: ready, or why not (none chosen, server down, not pulled)."""
         lm = self.language_model()
         if lm is None:
-            return "offline rules (no language model chosen)"
-        if lm.available():
-            return f"Ollama: {lm.name}"
-        return f"offline rules ({lm.name} not reachable at {lm.host})"
+            from core.providers.llm import ModelStatus
+
+            return ModelStatus("none", "no language model is chosen (Settings)")
+        with lm:
+            return lm.probe()
+
+    def mode(self) -> str:
+        """What produces extraction and answers right now, for a person to read."""
+        status = self.model_status()
+        if status.ready:
+            return f"Ollama: {status.model}"
+        return f"offline rules ({status.reason})"
 
     # -- banks ---------------------------------------------------------------
 
     def banks(self) -> list[BankInfo]:
-        infos = []
-        for folder in sorted(self.banks_dir.iterdir()):
-            label = _read_label(folder)
-            if label is not None:
-                infos.append(BankInfo(label["name"], folder, label.get("created_at", "")))
+        infos = [
+            BankInfo(label["name"], folder, label.get("created_at", ""))
+            for folder, label in labelled_folders(self.banks_dir)
+        ]
         return sorted(infos, key=lambda b: b.name.lower())
 
     def _find(self, name: str) -> Path:
@@ -162,23 +178,57 @@ class Engine:
         label = _read_label(folder)
         return label["name"] if label else folder.name
 
-    def create_bank(self, name: str, *, background: str = "", agent_name: str = "") -> Bank:
-        name = validate_bank_name(name)
+    def names_lock(self) -> FileLock:
+        """Held while a bank name is checked and taken (create, import, rename,
+        delete): two processes creating "dup" at once get one bank and one
+        BankExistsError, never "dup" and "dup-2"."""
+        return FileLock(self.home / NAMES_LOCK, timeout=NAMES_LOCK_TIMEOUT)
+
+    def check_name_free(self, name: str) -> None:
+        """Raise BankExistsError if a bank has `name` (hold `names_lock` to rely on it)."""
         if any(info.name == name for info in self.banks()):
             raise BankExistsError(f"a bank named {name!r} already exists")
+
+    def free_folder(self, name: str) -> Path:
+        """A folder path under the banks folder, not taken, named after `name`."""
         slug = _slug(name)
         folder = self.banks_dir / slug
         n = 2
         while folder.exists():
             folder = self.banks_dir / f"{slug}-{n}"
             n += 1
-        folder.mkdir()
-        # The label is written last: a folder without one is not a bank yet.
-        bank = self._open_folder(folder, name)
-        if background or agent_name:
-            bank.set_profile(background=background, agent_name=agent_name)
-        _write_label(folder, {"name": name, "created_at": utcnow().isoformat()})
+        return folder
+
+    def create_bank(self, name: str, *, background: str = "", agent_name: str = "") -> Bank:
+        name = validate_bank_name(name)
+        with self.reserving_names():
+            self.check_name_free(name)
+            folder = self.free_folder(name)
+            folder.mkdir()
+            # The label is written last: a folder without one is not a bank yet.
+            try:
+                bank = self._open_folder(folder, name)
+                if background or agent_name:
+                    bank.set_profile(background=background, agent_name=agent_name)
+                _write_label(folder, {"name": name, "created_at": utcnow().isoformat()})
+            except BaseException:
+                opened = self._open.pop(folder, None)
+                if opened is not None:
+                    opened.store.abandon()
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
         return bank
+
+    @contextmanager
+    def reserving_names(self) -> Iterator[None]:
+        try:
+            with self.names_lock():
+                yield
+        except Timeout:
+            raise EngramError(
+                f"another Engram Studio process has been changing the bank list in"
+                f" {self.banks_dir} for over {NAMES_LOCK_TIMEOUT:g} s; try again"
+            ) from None
 
     def open_bank(self, name: str) -> Bank:
         folder = self._find(name)
@@ -190,8 +240,12 @@ class Engine:
         model, dim = self.embedding_spec
         store = BankStore(folder, name, model, dim)
         bank = Bank(self, folder, store)
-        # A purge killed after its commit still has old copies on disk to destroy.
-        finish_pending_purge(bank)
+        try:
+            # A purge killed after its commit still has old copies on disk to destroy.
+            finish_pending_purge(bank)
+        except BaseException:
+            store.abandon()  # a failed open keeps no lock, even in this process
+            raise
         self._open[folder] = bank
         return bank
 
@@ -200,47 +254,59 @@ class Engine:
 
     def rename_bank(self, old: str, new: str) -> Change:
         new = validate_bank_name(new)
-        folder = self._find(old)
-        if new != old and any(info.name == new for info in self.banks()):
-            raise BankExistsError(f"a bank named {new!r} already exists")
-        label = _read_label(folder) or {}
-        _write_label(folder, {**label, "name": new})
+        with self.reserving_names():
+            folder = self._find(old)
+            if new != old:
+                self.check_name_free(new)
+            probe = None
+            if folder not in self._open or self._open[folder].closed:
+                # Refuse while another process holds it: its name is in that process's hands.
+                probe = BankLock(folder, old)
+                probe.acquire()
+            try:
+                label = _read_label(folder) or {}
+                _write_label(folder, {**label, "name": new})
+            finally:
+                if probe is not None:
+                    probe.release()
         if folder in self._open:
             self._open[folder].store.name = new
         return Change.of(updated={Kind.BANK: [new]}, removed={Kind.BANK: [old]})
 
     def delete_bank(self, name: str) -> Change:
-        folder = self._find(name)
-        if folder in self._open:
-            self._open[folder].close()
-        # Refuse while another process holds it; the lock error names the PID.
-        lock = BankLock(folder, name)
-        lock.acquire()
-        try:
-            # Without its label the folder is no longer listed, even if the
-            # removal below is interrupted.
-            (folder / LABEL).unlink()
-        finally:
-            lock.release()
+        with self.reserving_names():
+            folder = self._find(name)
+            if folder in self._open:
+                self._open[folder].close()
+            # Refuse while another process holds it; the lock error names the PID.
+            lock = BankLock(folder, name)
+            lock.acquire()
+            try:
+                # Without its label the folder is no longer listed, even if the
+                # removal below is interrupted.
+                (folder / LABEL).unlink()
+            finally:
+                lock.release()
         shutil.rmtree(folder)
         return Change.of(removed={Kind.BANK: [name]})
 
     def close(self) -> None:
+        """Close every open bank, all of them even when one close fails (the
+        first failure is raised after)."""
+        failure: BaseException | None = None
         for bank in list(self._open.values()):
-            bank.close()
+            try:
+                bank.close()
+            except Exception as error:  # noqa: BLE001 - re-raised below
+                failure = failure or error
+        if failure is not None:
+            raise failure
 
     def __enter__(self) -> Engine:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _read_label(folder: Path) -> dict | None:
-    try:
-        return json.loads((folder / LABEL).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _write_label(folder: Path, label: dict) -> None:

@@ -12,7 +12,31 @@ import os
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
+from core.types import InvalidInputError
+
 SETTINGS_FILE = "settings.json"
+TIMEOUT_ENV = "ENGRAM_OLLAMA_TIMEOUT"
+
+
+def _seconds(text: str | None, source: str) -> float | None:
+    """A positive number of seconds from `text` (None when unset); a clear error otherwise."""
+    if text is None or not text.strip():
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise InvalidInputError(f"{source} must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def parse_timeout(text: str) -> float:
+    """`--ollama-timeout` and the settings pane: seconds, a clear error if not."""
+    value = _seconds(text, "the Ollama timeout")
+    if value is None:
+        raise InvalidInputError("the Ollama timeout must be a positive number of seconds")
+    return value
 
 
 @dataclass(frozen=True)
@@ -33,6 +57,7 @@ class EngineSettings:
         env = {
             "ollama_host": os.environ.get("ENGRAM_OLLAMA_HOST"),
             "ollama_model": os.environ.get("ENGRAM_OLLAMA_MODEL"),
+            "ollama_timeout": _seconds(os.environ.get(TIMEOUT_ENV), TIMEOUT_ENV),
         }
         return replace(settings, **{k: v for k, v in env.items() if v is not None})
 

@@ -30,6 +30,12 @@ class UnitStatus(StrEnum):
     ACTIVE = "active"
     # Hidden from recall, reflect and default views by a soft retract; restorable.
     RETRACTED = "retracted"
+    # One fact hidden by hand (`Bank.hide_unit`); unhide brings it back.
+    HIDDEN = "hidden"
+    # Derived from something curation hid or changed (an observation quoting a
+    # retracted fact, an opinion formed from one): hidden until it is rebuilt or
+    # its evidence comes back. Recall only ever sees active units.
+    STALE = "stale"
 
 
 class LinkKind(StrEnum):
@@ -109,7 +115,8 @@ class Unit:
     embedding_model: str = ""
     created_at: datetime | None = None
     updated_at: datetime | None = None
-    access_count: int = 0
+    access_count: int = 0  # recalls by agents and the studio (not inspection runs)
+    last_accessed_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -284,10 +291,15 @@ class EngramError(Exception):
 
 
 class BankLockedError(EngramError):
-    def __init__(self, bank: str, pid: int, host: str = "") -> None:
+    def __init__(self, bank: str, pid: int, host: str = "", *, owner: dict | None = None) -> None:
         self.pid = pid
+        # The owner's lock record: pid, host and, when it serves the bank, url and token_file.
+        self.owner = owner or {}
         where = f" on {host}" if host else ""
-        super().__init__(f"bank {bank!r} is open in another process (PID {pid}{where})")
+        # An owner caught between taking the lock and writing its PID has none yet.
+        who = f" (PID {pid}{where})" if pid > 0 else where
+        served = f", which serves it at {self.owner['url']}" if self.owner.get("url") else ""
+        super().__init__(f"bank {bank!r} is open in another process{who}{served}")
 
 
 class BankNotFoundError(EngramError):
@@ -308,3 +320,8 @@ class InvalidInputError(EngramError):
 
 class CancelledError(EngramError):
     pass
+
+
+class StorageError(EngramError):
+    """The disk refused a write (full, read-only, failing): the message says what
+    was saved and what was not."""

@@ -164,7 +164,8 @@ class GraphPane(Pane):
         if mode == "query":
 
             def work() -> Neighbourhood:
-                result = bank.recall(text)
+                # Looking at recall is not using it: the access counts stay.
+                result = bank.recall(text, count_access=False)
                 return neighbourhood.of_trace(bank, result.trace, result.unit_ids)
 
         elif mode == "unit":

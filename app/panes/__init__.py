@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from app.panes.audit import AuditPane
 from app.panes.base import Pane
+from app.panes.documents import DocumentsPane
 from app.panes.entities import EntitiesPane
 from app.panes.ingest import IngestPane
 from app.panes.network import NetworkPane
@@ -45,6 +46,7 @@ PANES: list[PaneFactory] = [
     ReflectPane,
     TimelinesPane,
     IngestPane,
+    DocumentsPane,
     SnapshotsPane,
     AuditPane,
     SettingsPane,

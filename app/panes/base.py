@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QTableWidget,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -73,6 +74,23 @@ class Pane(QWidget):
     def delete_selection(self) -> bool:
         """Delete: remove what is selected in this pane; False if it has nothing to delete."""
         return False
+
+
+def list_and_detail(
+    pane: Pane, left: QWidget, detail: QWidget, stretch: tuple[int, int] = (3, 2)
+) -> QSplitter:
+    """A pane's list beside its detail, in a splitter the layout is saved for."""
+    splitter = QSplitter(Qt.Orientation.Horizontal)
+    splitter.setObjectName(f"splitter-{pane.slug}")
+    splitter.addWidget(left)
+    splitter.addWidget(detail)
+    splitter.setStretchFactor(0, stretch[0])
+    splitter.setStretchFactor(1, stretch[1])
+    splitter.setChildrenCollapsible(False)
+    layout = QVBoxLayout(pane)
+    layout.setContentsMargins(8, 8, 8, 8)
+    layout.addWidget(splitter)
+    return splitter
 
 
 def empty_label(text: str = "", parent: QWidget | None = None) -> QLabel:

@@ -44,6 +44,7 @@ from core import Bank, Network, Unit
 class UnitDetail(QWidget):
     save_requested = Signal(str, dict)  # unit id, edit_unit keyword arguments
     delete_requested = Signal(list)  # unit ids
+    hide_requested = Signal(str, bool)  # unit id, True: hide / False: unhide
     entity_clicked = Signal(str)  # entity name (or id when names are unknown)
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
@@ -68,6 +69,11 @@ class UnitDetail(QWidget):
         self.delete_button = QPushButton("Delete")
         self.delete_button.setProperty("danger", True)
         self.delete_button.clicked.connect(self._delete)
+        self.hide_button = QPushButton("Hide")
+        self.hide_button.setToolTip(
+            "Hide this fact from recall, reflect and the default views without deleting it"
+        )
+        self.hide_button.clicked.connect(self._hide)
         self.unit_id.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         header = QHBoxLayout()
         header.addWidget(self.badge)
@@ -75,6 +81,7 @@ class UnitDetail(QWidget):
         actions = QHBoxLayout()
         actions.addStretch(1)
         actions.addWidget(self.edit_button)
+        actions.addWidget(self.hide_button)
         actions.addWidget(self.delete_button)
         self.actions = actions
 
@@ -137,7 +144,7 @@ class UnitDetail(QWidget):
             ("status", "Status"),
             ("created", "Created"),
             ("updated", "Updated"),
-            ("accessed", "Recalled"),
+            ("accessed", "Usage"),
         ):
             label = QLabel()
             label.setWordWrap(True)
@@ -217,9 +224,13 @@ class UnitDetail(QWidget):
             extraction += f" · {unit.model}"
         self.fields["extraction"].setText(extraction)
         self.fields["status"].setText(str(unit.status))
+        status = str(unit.status)
+        self.hide_button.setText("Unhide" if status == "hidden" else "Hide")
+        # Retracted and stale units come back with their entity or their rebuild.
+        self.hide_button.setEnabled(status in ("active", "hidden"))
         self.fields["created"].setText(fmt_time(unit.created_at))
         self.fields["updated"].setText(fmt_time(unit.updated_at))
-        self.fields["accessed"].setText(f"{unit.access_count} times")
+        self.fields["accessed"].setText(recalled_text(unit))
         self._load_extras(unit)
 
     def set_entity_names(self, names: dict[str, str]) -> None:
@@ -250,6 +261,13 @@ class UnitDetail(QWidget):
             lambda error: self._show_provenance(gen, None, str(error)),
             key=bank,
         )
+        # A table's page may be older than the last recall: read the count afresh.
+        self.state.runner.run_query(
+            lambda: bank.unit(unit.id),
+            lambda fresh: self._show_recalled(gen, fresh),
+            lambda _error: None,
+            key=bank,
+        )
         self.links.setText("<i>Loading links…</i>")
         names = dict(self.entity_names)
         self.state.runner.run_query(
@@ -258,6 +276,10 @@ class UnitDetail(QWidget):
             lambda error: self._show_links(gen, unit, None, names, str(error)),
             key=bank,
         )
+
+    def _show_recalled(self, gen: int, fresh: Unit) -> None:
+        if gen == self._extra_gen:
+            self.fields["accessed"].setText(recalled_text(fresh))
 
     def _show_provenance(self, gen: int, result: Provenance | None, error: str = "") -> None:
         if gen != self._extra_gen:
@@ -352,6 +374,10 @@ class UnitDetail(QWidget):
     def _delete(self) -> None:
         if self.unit is not None:
             self.delete_requested.emit([self.unit.id])
+
+    def _hide(self) -> None:
+        if self.unit is not None:
+            self.hide_requested.emit(self.unit.id, str(self.unit.status) != "hidden")
 
     def _entity_link(self, name: str) -> None:
         self.entity_clicked.emit(html.unescape(name))
@@ -478,3 +504,14 @@ def links_html(
                 f"&nbsp;&nbsp;<span style='color:gray'>and {len(group) - LINKS_PER_KIND} more</span>"
             )
     return "<br>".join(parts)
+
+
+def recalled_text(unit: Unit) -> str:
+    """ "recalled 3 times · last recalled 2026-12-01 18:40": by agents and the studio
+    (the recall debugger's inspection runs are not counted)."""
+    n = unit.access_count
+    if not n:
+        return "never recalled"
+    times = "once" if n == 1 else f"{n} times"
+    last = f" · last recalled {fmt_time(unit.last_accessed_at)}" if unit.last_accessed_at else ""
+    return f"recalled {times}{last}"

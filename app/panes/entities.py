@@ -32,7 +32,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QSplitter,
     QStackedWidget,
     QTableView,
     QTextBrowser,
@@ -40,7 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label
+from app.panes.base import NO_BANK, Pane, empty_label, list_and_detail, muted_label
 from app.panes.entity_dialogs import (
     MergeEntityDialog,
     PurgeEntityDialog,
@@ -180,6 +179,8 @@ class EntitiesPane(Pane):
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
         self._gen = 0
+        # The entity an action was about: the list selects it again when it reloads.
+        self._keep_id: str | None = None
         self.units: list[Unit] = []
         self.model = EntityTableModel(self)
         self.proxy = EntityFilter(self)
@@ -271,16 +272,7 @@ class EntitiesPane(Pane):
         lv.addLayout(top)
         lv.addWidget(self.stack, 1)
         lv.addWidget(self.count_label)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.setObjectName("splitter-entities")
-        self.splitter.addWidget(left)
-        self.splitter.addWidget(detail)
-        self.splitter.setStretchFactor(0, 3)
-        self.splitter.setStretchFactor(1, 2)
-        self.splitter.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(8, 8, 8, 8)
-        layout.addWidget(self.splitter)
+        self.splitter = list_and_detail(self, left, detail)
         self.set_bank(state.bank)
 
     # -- Pane interface ------------------------------------------------------
@@ -321,6 +313,7 @@ class EntitiesPane(Pane):
         if gen != self._gen:
             return
         current = self.current_entity()
+        keep = self._keep_id or (current.id if current is not None else None)
         self.model.set_entities(entities)
         self.count_label.setText(f"{len(entities):,} entities")
         if not entities:
@@ -331,12 +324,15 @@ class EntitiesPane(Pane):
             return
         self.stack.setCurrentWidget(self.table)
         row = 0
-        if current is not None:
+        if keep is not None:
             for i, e in enumerate(entities):
-                if e.id == current.id:
+                if e.id == keep:
                     row = self.proxy.mapFromSource(self.model.index(i, 0)).row()
+                    self._keep_id = None
                     break
         self.table.selectRow(max(row, 0))
+        # The same row may hold an entity that changed (retracted, renamed): show it anew.
+        self._show_current()
 
     def _empty(self, text: str) -> None:
         self.empty.setText(text)
@@ -369,9 +365,15 @@ class EntitiesPane(Pane):
             return
         self._show_entity(entity, None)
         gen = self._gen
+        # A retracted entity's page shows what it had (hidden now), not nothing.
+        status = None if str(entity.status) == str(UnitStatus.RETRACTED) else UnitStatus.ACTIVE
         self.state.runner.run_query(
             lambda: bank.units(
-                entity=entity.id, network=None, order="occurred_start", limit=FACTS_SHOWN
+                entity=entity.id,
+                network=None,
+                status=status,
+                order="occurred_start",
+                limit=FACTS_SHOWN,
             ),
             lambda units: self._facts_loaded(gen, entity, units),
             key=bank,
@@ -390,7 +392,8 @@ class EntitiesPane(Pane):
             self.info.setText("Select an entity to see the facts that mention it.")
             self.facts.clear()
             return
-        self.heading.setText(html.escape(entity.name))
+        retracted = str(entity.status) == str(UnitStatus.RETRACTED)
+        self.heading.setText(html.escape(entity.name) + (" (retracted)" if retracted else ""))
         aliases = ", ".join(entity.aliases) or "none"
         seen = f"{fmt_time(entity.first_seen, False) or '?'} → {fmt_time(entity.last_seen, False) or '?'}"
         self.info.setText(
@@ -399,7 +402,15 @@ class EntitiesPane(Pane):
         if units is None:
             self.facts.setHtml("<i>Loading facts…</i>")
             return
-        self.facts.setHtml(facts_html(units))
+        self.facts.setHtml(
+            (
+                "<p><b>Retracted:</b> hidden from recall, reflect and the default views."
+                " This is what it had; Restore (or Undo) brings it back.</p>"
+                if retracted
+                else ""
+            )
+            + facts_html(units)
+        )
 
     # -- curation ------------------------------------------------------------
 
@@ -411,34 +422,49 @@ class EntitiesPane(Pane):
         for button in (self.rename_button, self.merge_button, self.split_button):
             button.setEnabled(entity is not None and not retracted)
 
-    def _run(self, fn: Any, done: str) -> None:
+    def _run(self, fn: Any, done: str, keep: str | None = None) -> None:
         bank = self.bank
         if bank is None:
             return
+        self._keep_id = keep
         self.state.runner.run_op(lambda: fn(bank), lambda _: self.state.status.emit(done), key=bank)
+
+    def _show_retracted_too(self) -> None:
+        """After a retract the entity stays listed (and selected), marked retracted."""
+        if not self.show_retracted.isChecked():
+            self.show_retracted.blockSignals(True)
+            self.show_retracted.setChecked(True)
+            self.show_retracted.blockSignals(False)
 
     def rename(self, entity_id: str, name: str, keep_alias: bool = True) -> None:
         self._run(
-            lambda b: b.rename_entity(entity_id, name, keep_alias=keep_alias), f"Renamed to {name}."
+            lambda b: b.rename_entity(entity_id, name, keep_alias=keep_alias),
+            f"Renamed to {name}.",
+            entity_id,
         )
 
     def merge(self, source_id: str, target_id: str) -> None:
-        self._run(lambda b: b.merge_entities(source_id, target_id), "Merged.")
+        self._run(lambda b: b.merge_entities(source_id, target_id), "Merged.", target_id)
 
     def split(
         self, entity_id: str, unit_ids: list[str], name: str, type: str | None = None
     ) -> None:
         self._run(
-            lambda b: b.split_entity(entity_id, unit_ids, name, type=type), f"Split off {name}."
+            lambda b: b.split_entity(entity_id, unit_ids, name, type=type),
+            f"Split off {name}.",
+            entity_id,
         )
 
     def retract(self, entity_id: str) -> None:
+        self._show_retracted_too()
         self._run(
-            lambda b: b.retract_entity(entity_id), "Retracted (Restore or Undo brings it back)."
+            lambda b: b.retract_entity(entity_id),
+            "Retracted (Restore or Undo brings it back).",
+            entity_id,
         )
 
     def restore(self, entity_id: str) -> None:
-        self._run(lambda b: b.restore_entity(entity_id), "Restored.")
+        self._run(lambda b: b.restore_entity(entity_id), "Restored.", entity_id)
 
     def purge(self, entity_id: str) -> None:
         bank = self.bank
@@ -507,11 +533,14 @@ class EntitiesPane(Pane):
         if entity is None or bank is None:
             return
         self.state.runner.run_query(
-            lambda: bank.retract_preview(entity.id), self._confirm_purge, key=bank
+            lambda: (bank.retract_preview(entity.id), bank.exports()),
+            self._confirm_purge,
+            key=bank,
         )
 
-    def _confirm_purge(self, preview: Any) -> None:
-        dialog = PurgeEntityDialog(preview, self)
+    def _confirm_purge(self, found: tuple[Any, list]) -> None:
+        preview, exports = found
+        dialog = PurgeEntityDialog(preview, self, exports=exports)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.purge(preview.entity_id)
         dialog.deleteLater()
@@ -533,7 +562,12 @@ def facts_html(units: list[Unit]) -> str:
         for u in group:
             when = fmt_time(u.occurred_start, with_time=False)
             conf = f" · confidence {u.confidence:.2f}" if u.confidence is not None else ""
-            meta = f"<span style='color:gray'>{when}{conf}</span> " if when or conf else ""
+            status = "" if str(u.status) == str(UnitStatus.ACTIVE) else f" · {u.status}"
+            meta = (
+                f"<span style='color:gray'>{when}{conf}{status}</span> "
+                if when or conf or status
+                else ""
+            )
             parts.append(f"<p style='margin:2px 0'>{meta}{html.escape(u.text)}</p>")
     if len(units) >= FACTS_SHOWN:
         parts.append(f"<p><i>The first {FACTS_SHOWN} facts are shown.</i></p>")

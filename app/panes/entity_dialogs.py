@@ -1,4 +1,5 @@
-"""Dialogs for entity curation: rename, merge, split, retract (with its impact) and purge.
+"""Dialogs for entity curation: rename, merge, split, retract (with the facts it
+hides) and purge.
 
 Each dialog only collects a decision; the Entities pane runs the engine call
 in the runner. Purge, which cannot be undone, needs the entity's name typed.
@@ -11,6 +12,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QCompleter,
@@ -19,14 +21,16 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QLabel,
     QLineEdit,
+    QListView,
     QListWidget,
     QListWidgetItem,
+    QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
-from core import Entity, Unit
+from core import Entity, Network, Unit
 
 ENTITY_TYPES = ("person", "org", "place", "product", "concept", "other")
 
@@ -121,8 +125,9 @@ class SplitEntityDialog(QDialog):
             f"<b>{html.escape(entity.name)}</b>; their mentions move to a new entity."
         )
         text.setWordWrap(True)
-        self.facts = QListWidget()
-        for unit in units:
+        # Long facts are shown whole, wrapped, so a person can judge who they are about.
+        self.facts = wrapping_list("split-facts")
+        for unit in split_candidates(units):
             item = QListWidgetItem(unit.text)
             item.setData(Qt.ItemDataRole.UserRole, unit.id)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -130,7 +135,9 @@ class SplitEntityDialog(QDialog):
             item.setToolTip(unit.text)
             self.facts.addItem(item)
         self.name = QLineEdit()
-        self.name.setPlaceholderText("name of the new entity")
+        self.name.setPlaceholderText("name of the new entity (an alias moves with it)")
+        if entity.aliases:
+            self.name.setToolTip("aliases: " + ", ".join(entity.aliases))
         self.type = QComboBox()
         for t in ENTITY_TYPES:
             self.type.addItem(t)
@@ -169,6 +176,36 @@ class SplitEntityDialog(QDialog):
         return self.chosen(), self.name.text().strip(), self.type.currentText()
 
 
+def wrapping_list(object_name: str) -> QListWidget:
+    """A list whose items show their whole text, wrapped to the list's width."""
+    view = QListWidget()
+    view.setObjectName(object_name)
+    view.setWordWrap(True)
+    view.setUniformItemSizes(False)
+    view.setResizeMode(QListView.ResizeMode.Adjust)
+    view.setTextElideMode(Qt.TextElideMode.ElideNone)
+    view.setAlternatingRowColors(True)
+    view.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+    return view
+
+
+def split_candidates(units: list[Unit]) -> list[Unit]:
+    """The facts a split may move: never the entity's own observation, which is
+    rebuilt from whatever facts each entity keeps."""
+    return [u for u in units if u.network != Network.OBSERVATION]
+
+
+def preview_list(facts: Any, object_name: str) -> QListWidget:
+    """The units an action hides or removes, each whole and wrapped, network first."""
+    view = wrapping_list(object_name)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+    for fact in facts:
+        item = QListWidgetItem(f"[{fact.network}] {fact.text}")
+        item.setToolTip(fact.text)
+        view.addItem(item)
+    return view
+
+
 def impact_text(preview: Any) -> str:
     """The retract/purge preview in words."""
     parts = [
@@ -184,52 +221,98 @@ def impact_text(preview: Any) -> str:
 
 
 class RetractEntityDialog(QDialog):
+    """The retract review: what it hides, listed fact by fact, before confirming."""
+
     def __init__(self, preview: Any, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Retract entity")
         text = QLabel(
             f"Retracting <b>{html.escape(preview.name)}</b> hides it and everything derived "
-            f"from it from recall, reflect and the default views:<br><br>"
-            f"{html.escape(impact_text(preview))}.<br><br>"
-            "Nothing is deleted: Restore (or Undo) brings it all back as it was."
+            f"from it from recall, reflect and the default views: "
+            f"{html.escape(impact_text(preview))}. These are hidden:"
         )
         text.setWordWrap(True)
         text.setTextFormat(Qt.TextFormat.RichText)
+        self.facts = preview_list(getattr(preview, "facts", ()), "retract-facts")
+        rebuilt = getattr(preview, "rebuilt", ())
+        after = QLabel(
+            (
+                f"Observations that quote them are hidden at once and rebuilt: "
+                f"{html.escape(', '.join(rebuilt))}.<br>"
+                if rebuilt
+                else ""
+            )
+            + "Nothing is deleted: Restore (or Undo) brings it all back as it was."
+        )
+        after.setWordWrap(True)
+        after.setTextFormat(Qt.TextFormat.RichText)
         box, self.ok = _buttons(self, "Retract")
         layout = QVBoxLayout(self)
         layout.addWidget(text)
+        layout.addWidget(self.facts, 1)
+        layout.addWidget(after)
         layout.addWidget(box)
-        self.resize(480, self.sizeHint().height())
+        self.resize(620, 520)
 
 
 class PurgeEntityDialog(QDialog):
-    """Purge is for good: the preview, and the entity's name typed to confirm."""
+    """Purge is for good: the preview with every redaction in context, what a
+    purge cannot reach (exported snapshots), and the entity's name typed to confirm."""
 
-    def __init__(self, preview: Any, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, preview: Any, parent: QWidget | None = None, *, exports: list | None = None
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Purge entity")
         self.entity_name = preview.name
-        redact = getattr(preview, "turns_to_redact", 0) + getattr(preview, "units_to_redact", 0)
+        redactions = list(getattr(preview, "redactions", ()))
         text = QLabel(
             f"Purging <b>{html.escape(preview.name)}</b> removes it and everything derived "
-            f"from it from every store, old copies included:<br><br>"
+            f"from it from every store of this bank, old copies in its files included:<br><br>"
             f"{html.escape(impact_text(preview))}"
             + (
-                f"; its name is redacted from {redact:,} stored turn(s) and unit(s)"
-                if redact
-                else ""
+                f"; every name it had is redacted in {len(redactions):,} place(s), listed below"
+                if redactions
+                else "; no other stored text names it"
             )
-            + ".<br><br><b>This cannot be undone.</b> Type the entity's name to confirm:"
+            + "."
         )
         text.setWordWrap(True)
         text.setTextFormat(Qt.TextFormat.RichText)
+        layout = QVBoxLayout(self)
+        layout.addWidget(text)
+        if redactions:
+            self.redactions = QPlainTextEdit("\n".join(str(r) for r in redactions))
+            self.redactions.setReadOnly(True)
+            self.redactions.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+            self.redactions.setMinimumHeight(120)
+            layout.addWidget(self.redactions, 1)  # the list takes the room, not the labels
+        present = [e for e in exports or [] if getattr(e, "exists", False)]
+        snapshots = QLabel(
+            "<b>Exported snapshots are outside the bank.</b> A purge does not touch them, and"
+            " importing one made before the purge brings everything back."
+            + (
+                " This bank was exported to:<br>"
+                + "<br>".join(
+                    f"&nbsp;&nbsp;{html.escape(e.path)} ({html.escape(e.exported_at)})"
+                    for e in present
+                )
+                + "<br>Delete them, or export again after the purge."
+                if present
+                else " This bank has no recorded export that still exists."
+            )
+        )
+        snapshots.setWordWrap(True)
+        snapshots.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(snapshots)
+        confirm = QLabel("<b>This cannot be undone.</b> Type the entity's name to confirm:")
+        confirm.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(confirm)
         self.confirm = QLineEdit()
         self.confirm.setPlaceholderText(preview.name)
         box, self.ok = _buttons(self, "Purge for good", danger=True)
         self.ok.setEnabled(False)
         self.confirm.textChanged.connect(lambda t: self.ok.setEnabled(t == self.entity_name))
-        layout = QVBoxLayout(self)
-        layout.addWidget(text)
         layout.addWidget(self.confirm)
         layout.addWidget(box)
-        self.resize(500, self.sizeHint().height())
+        self.resize(620, self.sizeHint().height())

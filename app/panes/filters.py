@@ -58,6 +58,8 @@ class FilterBar(QWidget):
         self.status = QComboBox()
         self.status.addItem("Active", UnitStatus.ACTIVE.value)
         self.status.addItem("Retracted", UnitStatus.RETRACTED.value)
+        self.status.addItem("Hidden", UnitStatus.HIDDEN.value)
+        self.status.addItem("Stale (being rebuilt)", UnitStatus.STALE.value)
         self.status.addItem("Any status", ANY)
 
         self.use_from = QCheckBox("From")
@@ -178,6 +180,28 @@ class FilterBar(QWidget):
         for w in widgets:
             w.blockSignals(False)
         self._emit()
+
+    def reset_dates(self) -> None:
+        """Turn the date filters off (a new bank: its own time line)."""
+        for check in (self.use_from, self.use_to):
+            blocked = check.blockSignals(True)
+            check.setChecked(False)
+            check.blockSignals(blocked)
+        self.date_from.setEnabled(False)
+        self.date_to.setEnabled(False)
+
+    def set_date_span(self, first: datetime | None, last: datetime | None) -> None:
+        """Offer the bank's own span in the date pickers: From its first day, To its
+        last. Leaves a date filter a person has switched on alone."""
+        for check, edit, value in (
+            (self.use_from, self.date_from, first),
+            (self.use_to, self.date_to, last),
+        ):
+            if value is None or check.isChecked():
+                continue
+            blocked = edit.blockSignals(True)
+            edit.setDate(QDate(value.year, value.month, value.day))
+            edit.blockSignals(blocked)
 
     def set_entity(self, name: str) -> None:
         self.entity.setText(name)

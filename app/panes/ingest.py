@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtGui import QBrush, QColor, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -48,6 +48,8 @@ from core import (
 )
 
 PREVIEW_TURNS = 40
+STATUS_REASON_CHARS = 90
+FAILED_COLOR = "#dc2626"  # the red the reflect pane uses for errors
 FILE_FILTER = "Conversations (*.txt *.md *.markdown *.json *.jsonl *.ndjson);;All files (*)"
 
 MODE_HELP = {
@@ -56,6 +58,19 @@ MODE_HELP = {
     "rules": "rules — deterministic offline extraction",
     "verbatim": "verbatim — each turn stored as one unit, no extraction",
 }
+
+
+def failure_status(report: IngestReport) -> str:
+    """The Files table's status of a file with failed chunks: how many, and the first reason."""
+    failed = len(report.failures)
+    chunks = sum(d.failed_chunks for d in report.documents) or failed
+    whole = all(d.status in ("failed", "skipped") for d in report.documents)
+    head = "failed" if whole else f"partly failed ({chunks} chunk{'s' if chunks != 1 else ''})"
+    # The table shows the cause; which turns, and the whole message, are in the summary.
+    reason = report.failures[0].reason.rsplit(": ", 1)[-1]
+    if len(reason) > STATUS_REASON_CHARS:
+        reason = reason[: STATUS_REASON_CHARS - 1] + "…"
+    return f"{head}: {reason}"
 
 
 @dataclass
@@ -79,6 +94,8 @@ class IngestPane(Pane):
         self._current: int | None = None
         self._run_bank: Bank | None = None
         self.reports: list[IngestReport] = []
+        # Files that failed outright (an error rather than a report), for the status bar.
+        self.errors: list[str] = []
         self.observations_done = False
 
         self.drop_hint = muted_label(
@@ -97,8 +114,10 @@ class IngestPane(Pane):
         self.table.setHeaderLabels(["File", "Status", "Facts"])
         self.table.setRootIsDecorated(False)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.table.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        # The status takes the spare width (elided, whole in its tooltip): a long
+        # failure reason must not push the Facts column out of sight.
+        self.table.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.table.header().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.table.header().setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         self.table.header().setStretchLastSection(False)
         self.table.currentItemChanged.connect(lambda *_: self._preview_current())
@@ -265,6 +284,8 @@ class IngestPane(Pane):
         if item is not None:
             item.setText(1, status)
             item.setToolTip(1, status)
+            failed = status.startswith(("failed", "partly failed"))
+            item.setForeground(1, QBrush(QColor(FAILED_COLOR)) if failed else QBrush())
             item.setText(2, "" if f.facts is None else str(f.facts))
 
     # -- preview -------------------------------------------------------------
@@ -326,6 +347,7 @@ class IngestPane(Pane):
             self._set_status(row, "queued")
         self._run_bank = bank
         self.reports = []
+        self.errors: list[str] = []
         self.summary.clear()
         self.progress.setRange(0, len(self._queue) * 100)
         self.progress.setValue(0)
@@ -367,9 +389,15 @@ class IngestPane(Pane):
         self.reports.append(report)
         docs = report.documents
         skipped = bool(docs) and all(d.status == "skipped" for d in docs)
-        status = "skipped (already in the bank)" if skipped else "done"
+        if report.failures:
+            status = failure_status(report)
+        else:
+            status = "skipped (already in the bank)" if skipped else "done"
         self._set_status(row, status, report.facts_total)
         self._append_summary(self.files[row].path, report)
+        if report.failures or report.notes:
+            # The model failed or auto mode fell back: the status bar's mode may be stale.
+            self.state.recheck_mode()
         self._after_file()
 
     def _file_failed(self, row: int, error: BaseException) -> None:
@@ -383,6 +411,8 @@ class IngestPane(Pane):
             message = describe(error)
             self._set_status(row, f"failed: {message}")
             self.summary.appendPlainText(f"{self.files[row].path.name}: FAILED — {message}\n")
+            self.errors.append(f"{self.files[row].path.name}: {message}")
+            self.state.recheck_mode()
         self._after_file()
 
     def _after_file(self) -> None:
@@ -397,8 +427,20 @@ class IngestPane(Pane):
         self.job = None
         self._run_bank = None
         facts = sum(r.facts_total for r in self.reports)
-        self.progress_label.setText(f"Finished: {len(self.reports)} file(s), {facts} new facts.")
-        self.state.status.emit(f"Ingest finished: {facts} new facts.")
+        failures = [f for r in self.reports for f in r.failures]
+        problems = list(self.errors)
+        if failures:
+            problems.insert(
+                0,
+                f"{len(failures)} chunk{'s' if len(failures) != 1 else ''} failed "
+                f"(nothing of them written): {failures[0].reason}",
+            )
+        tail = "; " + "; ".join(problems) if problems else "."
+        self.progress_label.setText(
+            f"Finished: {len(self.reports)} file(s), {facts} new facts{tail}"
+        )
+        head = "Ingest finished with failures" if problems else "Ingest finished"
+        self.state.status.emit(f"{head}: {facts} new facts{tail}")
         self._update_buttons()
         if bank is not None and facts and bank is self.bank:
             self._refresh_observations(bank)

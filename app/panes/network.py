@@ -7,11 +7,13 @@ without stalls; the detail panel beside it shows the selected unit in full.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel, QSettings, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QDialog,
     QHBoxLayout,
     QHeaderView,
     QMenu,
@@ -137,6 +139,7 @@ class NetworkPane(Pane):
         self.detail = UnitDetail(state)
         self.detail.save_requested.connect(self.edit_unit)
         self.detail.delete_requested.connect(self.delete_units)
+        self.detail.hide_requested.connect(self.set_hidden)
         self.detail.entity_clicked.connect(self.filter_bar.set_entity)
 
         self.count_label = muted_label()
@@ -152,8 +155,14 @@ class NetworkPane(Pane):
             if n != self.network:
                 move_menu.addAction(n.value.capitalize(), lambda n=n: self.move_selection(n))
         self.move_button.setMenu(move_menu)
+        self.add_button = QPushButton("Add memory…")
+        self.add_button.setToolTip("Add a memory by hand (Undo takes it back)")
+        self.add_button.clicked.connect(self.ask_add_memory)
+        # Observations are the engine's profiles, never written by hand.
+        self.add_button.setVisible(self.network != Network.OBSERVATION)
         footer = QHBoxLayout()
         footer.addWidget(self.count_label, 1)
+        footer.addWidget(self.add_button)
         footer.addWidget(self.move_button)
         footer.addWidget(self.delete_button)
 
@@ -183,8 +192,19 @@ class NetworkPane(Pane):
 
     def set_bank(self, bank: Bank | None) -> None:
         self.detail.show_unit(None)
-        self.model.set_bank(bank)
+        # Date filters belong to a bank's own time line: off, and offered over
+        # this bank's span (not today, not the previous bank's dates).
+        self.filter_bar.reset_dates()
+        self.model.set_bank(bank, self.filter_bar.filters())
         self._show_state()
+        if bank is not None:
+            network = self.network
+            self.state.runner.run_query(
+                lambda: bank.time_span(network),
+                lambda span: self._spanned(bank, span),
+                lambda error: None,
+                key=bank,
+            )
         if bank is not None:
             self.state.runner.run_query(
                 lambda: {e.id: e.name for e in bank.entities()},
@@ -311,6 +331,53 @@ class NetworkPane(Pane):
 
         self.state.runner.run_op(lambda: bank.edit_unit(unit_id, **edits), saved, failed, key=bank)
 
+    def set_hidden(self, unit_id: str, hidden: bool) -> None:
+        """Hide a fact without deleting it (or bring a hidden one back)."""
+        bank = self.bank
+        if bank is None:
+            return
+        verb = "Hidden" if hidden else "Unhidden"
+
+        def done(change: Change) -> None:
+            self.state.status.emit(f"{verb} (Undo takes it back).")
+            self._reload_detail(unit_id)
+
+        self.state.runner.run_op(
+            lambda: bank.hide_units([unit_id]) if hidden else bank.unhide_units([unit_id]),
+            done,
+            key=bank,
+        )
+
+    def ask_add_memory(self) -> None:
+        bank = self.bank
+        if bank is None:
+            return
+
+        def read() -> tuple[list, Any]:
+            latest = bank.units(None, order="occurred_start", descending=True, limit=1)
+            return bank.entities(), latest[0].occurred_start if latest else None
+
+        self.state.runner.run_query(read, lambda got: self._add_memory_dialog(*got), key=bank)
+
+    def _add_memory_dialog(self, entities: list, when: Any) -> None:
+        from app.panes.memory_dialog import AddMemoryDialog
+
+        network = self.network if self.network != Network.OBSERVATION else Network.WORLD
+        dialog = AddMemoryDialog(entities, network, when, self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.add_memory(**dialog.values())
+        dialog.deleteLater()
+
+    def add_memory(self, **values: Any) -> None:
+        bank = self.bank
+        if bank is None:
+            return
+        self.state.runner.run_op(
+            lambda: bank.add_memory(**values),
+            lambda change: self.state.status.emit("Memory added (Undo takes it back)."),
+            key=bank,
+        )
+
     def delete_selection(self) -> bool:
         rows = self.selected_rows()
         if not rows or self.bank is None:
@@ -404,7 +471,15 @@ class NetworkPane(Pane):
         self.detail.set_entity_names(names)
         self.filter_bar.set_entity_names(list(names.values()))
 
+    def _spanned(self, bank: Bank, span: tuple[datetime | None, datetime | None]) -> None:
+        if bank is self.bank:
+            self.filter_bar.set_date_span(*span)
+
     def _counted(self, rows: int) -> None:
+        if rows == 0 and self.detail.unit is not None:
+            # Nothing is listed (a filter matching nothing): a unit left in the
+            # detail, with live Edit and Delete, would be one no row stands for.
+            self.detail.show_unit(None)
         self._show_state()
         self._update_count()
 

@@ -618,7 +618,8 @@ class RecallDebuggerPane(Pane):
         generation = self._generation
 
         def work() -> tuple[RecallResult, Neighbourhood]:
-            result = bank.recall(query, **opts)
+            # An inspection run: it must not count as the unit being recalled.
+            result = bank.recall(query, count_access=False, **opts)
             return result, neighbourhood.of_trace(bank, result.trace, result.unit_ids)
 
         self.status.setText("Recalling…")

@@ -574,6 +574,9 @@ class ReflectPane(Pane):
         self._profiles_changed()
         self.show_comparison(comparison)
         self.compared.emit(comparison)
+        if any(r.error or (r.offline and r.notes) for r in comparison.reflections):
+            # The model failed or was not used: show the mode as it is now.
+            self.state.recheck_mode()
 
     def show_comparison(self, comparison: Comparison) -> None:
         self.comparison = comparison

@@ -11,6 +11,7 @@ from PySide6.QtGui import QDesktopServices, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
+    QDoubleSpinBox,
     QFormLayout,
     QFrame,
     QGroupBox,
@@ -100,6 +101,16 @@ class SettingsPane(Pane):
         self.llm_model.setPlaceholderText("e.g. qwen2.5:3b")
         self.list_models = QPushButton("List models")
         self.list_models.clicked.connect(self._list_models)
+        self.llm_timeout = QDoubleSpinBox()
+        self.llm_timeout.setObjectName("llm-timeout")
+        self.llm_timeout.setRange(1, 3600)
+        self.llm_timeout.setDecimals(0)
+        self.llm_timeout.setSuffix(" s")
+        self.llm_timeout.setToolTip(
+            "How long the model may stay silent before a call fails. Replies stream, "
+            "so a slow model that keeps writing is never cut; raise this for a large "
+            "model that reads a long prompt slowly. ENGRAM_OLLAMA_TIMEOUT overrides it."
+        )
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self._test)
         self.llm_save = QPushButton("Use this model")
@@ -114,6 +125,10 @@ class SettingsPane(Pane):
         mrow.addWidget(self.llm_model, 1)
         mrow.addWidget(self.list_models)
         lf.addRow("Model", mrow)
+        trow = QHBoxLayout()
+        trow.addWidget(self.llm_timeout)
+        trow.addWidget(muted_label("of silence before a call fails"), 1)
+        lf.addRow("Timeout", trow)
         brow = QHBoxLayout()
         brow.addWidget(self.test_button)
         brow.addWidget(self.llm_save)
@@ -208,6 +223,11 @@ class SettingsPane(Pane):
         left.addWidget(data_box)
         left.addWidget(llm_box)
         left.addWidget(emb_box)
+        if state.server is not None:
+            from app.serving import ServingSettings
+
+            self.serving = ServingSettings(state.server)
+            left.addWidget(self.serving)
         left.addWidget(self.profile_box)
         left.addWidget(self.no_bank)
         left.addStretch(1)
@@ -327,6 +347,7 @@ class SettingsPane(Pane):
         settings = self.state.engine.settings
         self.llm_host.setText(settings.ollama_host)
         self.llm_model.setEditText(settings.ollama_model)
+        self.llm_timeout.setValue(settings.ollama_timeout)
 
     def _list_models(self) -> None:
         host = self.llm_host.text().strip()
@@ -356,9 +377,14 @@ class SettingsPane(Pane):
     def _save_llm(self) -> None:
         engine = self.state.engine
         host, model = self.llm_host.text().strip(), self.llm_model.currentText().strip()
+        timeout = float(self.llm_timeout.value())
 
         def save() -> str:
-            engine.set_settings(replace(engine.settings, ollama_host=host, ollama_model=model))
+            engine.set_settings(
+                replace(
+                    engine.settings, ollama_host=host, ollama_model=model, ollama_timeout=timeout
+                )
+            )
             return engine.mode()
 
         self.state.runner.run_query(save, self._saved_llm)
@@ -381,9 +407,8 @@ class SettingsPane(Pane):
 def check_llm(host: str, model: str) -> tuple[bool, str]:
     """(ok, a sentence for a person): does `model` answer at `host`? Never raises."""
     with LanguageModel(LlmSettings(host=host, model=model)) as lm:
-        message = lm.check()
-    ok = message.startswith("Connected") and message.endswith("available")
-    return ok, message
+        status = lm.probe()
+    return status.ready, status.message
 
 
 def list_llm_models(host: str) -> list[str]:

@@ -48,6 +48,9 @@ MARKERS = {
     "weaken": ("t", "#ea580c", "weakened"),
     "contradict": ("x", "#dc2626", "contradicted"),
     "neutral": ("s", "#94a3b8", "neutral evidence"),
+    # Steps that are not evidence: a person set the confidence, or evidence was removed.
+    "edited": ("star", "#7c3aed", "set by hand"),
+    "revised": ("d", "#0891b2", "revised (evidence removed)"),
 }
 OTHER_MARKER = ("d", "#6366f1", "changed")
 LINE_COLORS = (
@@ -316,7 +319,7 @@ class TimelinesPane(Pane):
         self.plot.point_clicked.connect(self._point_clicked)
         legend = QLabel(
             "  ".join(
-                f"<span style='color:{c}'>{'●▲▼✕■'[i]}</span> {label}"
+                f"<span style='color:{c}'>{'●▲▼✕■★◆'[i]}</span> {label}"
                 for i, (_s, c, label) in enumerate(MARKERS.values())
             )
         )
@@ -604,12 +607,15 @@ class TimelinesPane(Pane):
             self._show_side(opinion_id)
             return
         bank = self.bank
-        if bank is None:
+        # Clearing the list on a bank switch moves the current row through the old
+        # bank's opinions: ask only for an opinion listed from the bank shown now.
+        if bank is None or opinion_id not in {o.id for o in self.opinions}:
             return
         generation = self._generation
         self.state.runner.run_query(
             lambda: {opinion_id: bank.opinion_history(opinion_id)},
             lambda found: self._side_loaded(generation, opinion_id, found),
+            lambda error: self._failed(generation, error),
             key=bank,
         )
 
@@ -672,5 +678,6 @@ class TimelinesPane(Pane):
             self.status.setText(f"Evidence of the {point.relation} step on {point.when:%Y-%m-%d}.")
         else:
             self.status.setText(
-                "This step has no evidence unit (it was formed from the source turns)."
+                f"This {MARKERS.get(point.relation, OTHER_MARKER)[2]} step has no evidence unit"
+                + (f": {point.reason}." if point.reason else ".")
             )

@@ -12,10 +12,23 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from core.store.failures import NEXT_OPEN, cause, is_storage_failure
+from core.text import has_surrogate, printable
 from core.types import EngramError
 
 # Command-group modules under core.cli, in the order `engram --help` lists them.
-COMMAND_MODULES = ["banks", "ingest", "recall", "reflect", "curate", "snapshot"]
+COMMAND_MODULES = [
+    "banks",
+    "entities",
+    "ingest",
+    "recall",
+    "reflect",
+    "curate",
+    "documents",
+    "jobs",
+    "snapshot",
+    "serve",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,10 +38,33 @@ def build_parser() -> argparse.ArgumentParser:
         "Without a command, the studio opens.",
     )
     parser.add_argument("--home", help="data folder (default: ENGRAM_HOME or the user data dir)")
+    add_timeout_option(parser, default=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"core.cli.{name}").register(sub)
     return parser
+
+
+def add_timeout_option(parser: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
+    """`--ollama-timeout SECONDS`, before or after the command (a command's own
+    copy leaves the global value alone when it is not given)."""
+    parser.add_argument(
+        "--ollama-timeout",
+        type=_timeout,
+        default=default,
+        metavar="SECONDS",
+        help="seconds Ollama may stay silent before a call fails (default: Settings, "
+        "or ENGRAM_OLLAMA_TIMEOUT; replies stream, so a slow model that keeps writing is fine)",
+    )
+
+
+def _timeout(text: str) -> float:
+    from core.settings import parse_timeout
+
+    try:
+        return parse_timeout(text)
+    except EngramError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,19 +73,109 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    from core.engine import Engine
+    broken = undecodable_argument(args)
+    if broken:
+        parser.error(f"argument {broken} is not valid UTF-8 text")
+    engine = _routed_engine(args)
+    if engine is None:
+        from core.engine import Engine
 
-    engine = Engine(args.home)
+        try:
+            engine = Engine(args.home)
+        except EngramError as error:  # e.g. a malformed ENGRAM_OLLAMA_TIMEOUT
+            print(f"engram: {error}", file=sys.stderr)
+            return 1
+        if getattr(args, "ollama_timeout", None) is not None:
+            from dataclasses import replace
+
+            # For this run only: the flag does not change the saved settings.
+            engine.settings = replace(engine.settings, ollama_timeout=args.ollama_timeout)
+    code = 1
     try:
-        return int(args.handler(args, engine) or 0)
+        code = int(args.handler(args, engine) or 0)
     except EngramError as error:
         print(f"engram: {error}", file=sys.stderr)
-        return 1
+    except BrokenPipeError:
+        # The reader went away (`engram memories list | head`): stop quietly, and
+        # keep Python from complaining again when it flushes stdout at exit.
+        _silence_stdout()
+        code = 0
     except KeyboardInterrupt:
         print("engram: interrupted", file=sys.stderr)
-        return 130
+        code = 130
+    except Exception as error:
+        if not is_storage_failure(error):
+            raise
+        # Whatever a command did not wrap itself: DuckDB commits all or nothing.
+        print(
+            f"engram: {cause(error)}: the command stopped; what it reported as done is"
+            f" saved, the rest was not; {NEXT_OPEN}",
+            file=sys.stderr,
+        )
     finally:
+        code = _close(engine, code)
+    return code
+
+
+def _close(engine, code: int) -> int:
+    """Close every bank; a close the disk refuses is reported, not a traceback."""
+    try:
         engine.close()
+    except EngramError as error:
+        print(f"engram: {error}", file=sys.stderr)
+        return code or 1
+    return code
+
+
+# Arguments that name files: any bytes are a valid path on Linux, and Python
+# keeps the undecodable ones (as surrogates) so the file still opens.
+PATH_ARGUMENTS = frozenset({"files", "path", "home", "a", "b", "out"})
+
+
+def undecodable_argument(args: argparse.Namespace) -> str | None:
+    """The first argument (not a path) holding bytes that were not UTF-8."""
+    for dest, value in vars(args).items():
+        if dest in PATH_ARGUMENTS:
+            continue
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, str) and has_surrogate(item):
+                return f"{dest} {printable(item)}"
+    return None
+
+
+# Commands that serve a bank themselves: never routed to another owner.
+SERVING_COMMANDS = {"serve", "mcp"}
+
+
+def _routed_engine(args):
+    """A stand-in engine that goes through the bank's owner, when another live
+    process owns the command's bank and serves it (core/cli/remote.py)."""
+    bank = getattr(args, "bank", None)
+    if not isinstance(bank, str) or args.command in SERVING_COMMANDS:
+        return None
+    from pathlib import Path
+
+    from core.home import default_home
+    from core.server.owner import find_owner
+
+    home = Path(args.home) if args.home else default_home()
+    owner = find_owner(home, bank)
+    if owner is None:
+        return None
+    from core.cli.remote import RemoteEngine
+
+    return RemoteEngine(home, owner)
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a real file (tests): nothing will be flushed to it
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from core.cli.output import print_json, short_time
+from core.cli.output import count_arg, print_json, short_time
 from core.engine import Engine
+from core.store.units import ORDER_COLUMNS
 from core.types import Network
 
 
@@ -39,13 +40,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--text", help="case-insensitive substring")
     lst.add_argument("--since", type=_date, help="occurred on or after (YYYY-MM-DD)")
     lst.add_argument("--until", type=_date, help="occurred before (YYYY-MM-DD)")
-    lst.add_argument("--status", default="active", help="active, retracted or any")
-    lst.add_argument("--order", default="occurred_start")
+    lst.add_argument(
+        "--status", default="active", choices=["active", "retracted", "hidden", "stale", "any"]
+    )
+    lst.add_argument("--order", default="occurred_start", choices=sorted(ORDER_COLUMNS))
     lst.add_argument("--desc", action="store_true")
-    lst.add_argument("--limit", type=int, default=50)
-    lst.add_argument("--offset", type=int, default=0)
+    lst.add_argument("--limit", type=count_arg(), default=50)
+    lst.add_argument("--offset", type=count_arg(), default=0)
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(handler=list_memories)
+
+    from core.cli.curate import ACTORS, _confidence, _then_jobs, _time, add_memory
+
+    add = mem_sub.add_parser("add", help="add a memory by hand (audited, undoable)")
+    add.add_argument("bank")
+    add.add_argument("text")
+    add.add_argument("--network", default="world", choices=["world", "experience", "opinion"])
+    add.add_argument("--entity", action="append", dest="entities", help="id or name; repeat")
+    add.add_argument("--start", type=_time, default=None, help="occurrence start (ISO)")
+    add.add_argument("--end", type=_time, default=None, help="occurrence end (ISO)")
+    add.add_argument("--confidence", type=_confidence, default=None, help="opinions: 0..1")
+    add.add_argument("--actor", choices=ACTORS, default="user")
+    add.add_argument("--no-jobs", action="store_true", help="leave the rebuilds it queues")
+    add.set_defaults(handler=_then_jobs(add_memory))
 
     verify = sub.add_parser("verify", help="check that DuckDB, LanceDB and Tantivy agree")
     verify.add_argument("bank")
@@ -60,7 +77,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _date(text: str):
     from datetime import datetime
 
-    return datetime.fromisoformat(text)
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date: {text!r}") from None
 
 
 def list_banks(args, engine: Engine) -> int:

@@ -1,5 +1,8 @@
-"""Curation: edit, delete, rename-entity, merge, split, retract, restore, purge,
-undo, redo, audit."""
+"""Curation: edit, delete, hide, unhide, rename-entity, merge, split, retract,
+restore, purge, undo, redo, audit (and `memories add`).
+
+What a curation action made stale is hidden at once; the observation rebuilds
+it queued run right after it (`--no-jobs` leaves them for `engram jobs run`)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import argparse
 from datetime import datetime
 
 from core.bank import UNSET
-from core.cli.output import print_json, short_time
+from core.cli.output import count_arg, print_json, short_time
 from core.engine import Engine
 from core.types import Change, EngramError, Kind, Network
 
@@ -21,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         if entity:
             p.add_argument("entity", help="entity id, name or alias")
         p.add_argument("--actor", choices=ACTORS, default="user", help="who does it (audit)")
-        p.set_defaults(handler=handler)
+        p.add_argument("--no-jobs", action="store_true", help="leave the rebuilds it queues")
+        p.set_defaults(handler=_then_jobs(handler))
         return p
 
     edit = command("edit", "edit a memory unit (re-embedded, re-indexed, re-linked)", edit_unit)
@@ -47,6 +51,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     delete = command("delete", "delete memory units with their links and mentions", delete_units)
     delete.add_argument("units", nargs="+")
 
+    hide = command("hide", "hide memory units without deleting them (undoable)", hide_units)
+    hide.add_argument("units", nargs="+")
+    unhide = command("unhide", "bring hidden memory units back", unhide_units)
+    unhide.add_argument("units", nargs="+")
+
     rename = command("rename-entity", "rename an entity", rename_entity, entity=True)
     rename.add_argument("name")
     rename.add_argument("--no-alias", action="store_true", help="do not keep the old name as alias")
@@ -60,9 +69,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     split.add_argument("--unit", action="append", dest="units", required=True)
     split.add_argument("--type", help="the new entity's type (default: the original's)")
 
-    hide = command("retract", "hide an entity and what derives from it", retract, entity=True)
-    hide.add_argument("--preview", action="store_true", help="only show what it touches")
-    hide.add_argument("--json", action="store_true")
+    retract_cmd = command(
+        "retract", "hide an entity and what derives from it", retract, entity=True
+    )
+    retract_cmd.add_argument("--preview", action="store_true", help="only show what it touches")
+    retract_cmd.add_argument("--json", action="store_true")
 
     command("restore", "bring a retracted entity back", restore, entity=True)
 
@@ -73,17 +84,45 @@ def register(sub: argparse._SubParsersAction) -> None:
         entity=True,
     )
     forget.add_argument("--yes", action="store_true", help="do not ask to confirm")
+    forget.add_argument(
+        "--show",
+        type=count_arg(),
+        default=50,
+        metavar="N",
+        help="list at most N redactions in context (default 50)",
+    )
 
     command("undo", "take back the latest curation action", undo)
     command("redo", "apply again what the latest undo took back", redo)
 
     audit = sub.add_parser("audit", help="the curation log: who did what, when")
     audit.add_argument("bank")
-    audit.add_argument("--limit", type=int, default=50)
+    audit.add_argument("--limit", type=count_arg(), default=50)
     audit.add_argument("--action")
     audit.add_argument("--target")
     audit.add_argument("--json", action="store_true")
     audit.set_defaults(handler=show_audit)
+
+
+def _then_jobs(handler):
+    """Run the handler, then the jobs it queued (or say how many are left)."""
+
+    def run(args, engine: Engine) -> int:
+        from core.cli.jobs import run_pending
+
+        code = handler(args, engine)
+        if getattr(args, "preview", False) or getattr(args, "json", False):
+            return code
+        bank = engine.open_bank(args.bank)
+        pending = bank.pending_jobs()
+        if args.no_jobs:
+            if pending:
+                print(f"{pending} pending job(s): run `engram jobs run {bank.name}`")
+        elif pending and run_pending(bank, engine):
+            return code or 1
+        return code
+
+    return run
 
 
 def _time(text: str):
@@ -106,6 +145,8 @@ def _confidence(text: str):
 
 def resolve_entity(bank, ref: str) -> str:
     """An entity id from an id, a name or an alias (case-insensitive); ambiguity is an error."""
+    if getattr(bank, "store", None) is None:  # a bank another process owns: ask it
+        return bank.resolve_entity(ref)
     rows = (
         bank.store.reader()
         .execute(
@@ -167,6 +208,33 @@ def edit_unit(args, engine: Engine) -> int:
 def delete_units(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
     return _report(bank.delete_units(args.units, actor=args.actor), "deleted")
+
+
+def hide_units(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    return _report(bank.hide_units(args.units, actor=args.actor), "hidden (unhide or undo)")
+
+
+def unhide_units(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    return _report(bank.unhide_units(args.units, actor=args.actor), "unhidden")
+
+
+def add_memory(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    entities = [resolve_entity(bank, e) for e in args.entities or ()]
+    change = bank.add_memory(
+        args.text,
+        network=args.network,
+        occurred_start=args.start,
+        occurred_end=args.end,
+        confidence=args.confidence,
+        entity_ids=entities,
+        actor=args.actor,
+    )
+    [unit_id] = change.added[Kind.UNIT]
+    print(f"added {unit_id} (undo takes it back)")
+    return 0
 
 
 def rename_entity(args, engine: Engine) -> int:
@@ -233,15 +301,42 @@ def purge(args, engine: Engine) -> int:
     _print_preview(preview)
     print(
         f"  and its names are redacted in {preview.turns_to_redact} stored turn(s)"
-        f" and {preview.units_to_redact} other unit(s)."
+        f" and {preview.units_to_redact} other unit(s):"
     )
+    for line in redaction_lines(preview.redactions, args.show):
+        print(f"    {line}")
     print("A purge removes all of this FOR GOOD. It cannot be undone.")
+    print(snapshot_warning(bank.exports()))
     if not args.yes:
         typed = input(f"Type the entity's name to purge it ({preview.name}): ")
         if typed != preview.name:
             print("names differ: nothing purged")
             return 1
     return _report(bank.purge_entity(entity_id, confirm=True, actor=args.actor), "purged")
+
+
+def redaction_lines(redactions, limit: int) -> list[str]:
+    """Each redaction in its context, at most `limit`, then how many more."""
+    lines = [str(r) for r in redactions[:limit]]
+    if len(redactions) > limit:
+        lines.append(f"… and {len(redactions) - limit} more (--show N lists more)")
+    return lines or ["(no text outside the removed memories names it)"]
+
+
+def snapshot_warning(exports) -> str:
+    """What a purge cannot reach: snapshot files exported before it."""
+    text = (
+        "Exported snapshots (.engram files) are outside the bank: a purge does not touch"
+        " them, and importing one made before the purge brings everything back."
+    )
+    present = [e for e in exports if e.exists]
+    if not present:
+        return text + " This bank has no recorded export that still exists."
+    listed = "\n".join(f"    {e.path}  (exported {e.exported_at})" for e in present)
+    return (
+        f"{text}\nThis bank was exported to these files; delete them, or export again"
+        f" after the purge:\n{listed}"
+    )
 
 
 def undo(args, engine: Engine) -> int:

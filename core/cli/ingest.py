@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core.cli import add_timeout_option
 from core.cli.output import print_json, progress_printer
 from core.engine import Engine
 from core.retain.importers import FORMATS
@@ -36,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-observations", action="store_true", help="leave observation jobs queued")
     p.add_argument("--ollama-model", help="use this Ollama model (overrides Settings)")
     p.add_argument("--ollama-host", help="Ollama address (overrides Settings)")
+    add_timeout_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(handler=ingest_files)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from dataclasses import asdict, is_dataclass
@@ -44,3 +45,27 @@ def progress_printer(label: str):
         sys.stderr.flush()
 
     return progress
+
+
+# Beyond this a limit or offset means nothing (no bank holds as many rows) and
+# would overflow DuckDB's BIGINT; refused in the parser, with the reason.
+MAX_COUNT = 10**9
+
+
+def count_arg(*, minimum: int = 0, maximum: int = MAX_COUNT):
+    """An argparse `type` for limits, offsets and budgets: a whole number in
+    [minimum, maximum], or a one-line usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(
+                f"{value} is out of range: give a number from {minimum} to {maximum:,}"
+            )
+        return value
+
+    parse.__name__ = "count"
+    return parse

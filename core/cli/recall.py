@@ -6,8 +6,9 @@ import argparse
 import json
 import sys
 from datetime import datetime
+from pathlib import Path
 
-from core.cli.output import short_time
+from core.cli.output import count_arg, short_time
 from core.engine import Engine
 from core.recall.settings import CHANNELS, LEVELS
 from core.types import InvalidInputError, Network
@@ -22,9 +23,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("bank")
     p.add_argument("query")
-    p.add_argument("--budget", type=int, default=1024, help="token budget (default 1024)")
+    p.add_argument(
+        "--budget", type=count_arg(minimum=1), default=1024, help="token budget (default 1024)"
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--trace", action="store_true", help="include the full trace")
+    p.add_argument(
+        "--trace",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="--trace FILE: write the full trace (JSON) to FILE; --trace alone: print a "
+        "short summary of it (with --json: include it in the JSON)",
+    )
     p.add_argument(
         "--network",
         choices=[n.value for n in Network],
@@ -42,7 +52,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--reranker", choices=["heuristic", "none"], help="default: the bank's (heuristic)"
     )
     p.add_argument(
-        "--observations", type=int, default=0, metavar="N", help="token budget for entity profiles"
+        "--observations",
+        type=count_arg(),
+        default=0,
+        metavar="N",
+        help="token budget for entity profiles",
     )
     p.set_defaults(handler=run_recall)
 
@@ -70,8 +84,17 @@ def run_recall(args, engine: Engine) -> int:
         reranker=args.reranker,
         observation_budget=args.observations,
     )
+    trace_file = Path(args.trace) if args.trace else None
+    if trace_file is not None:
+        try:
+            trace_file.write_text(json.dumps(result.trace, indent=2, ensure_ascii=False), "utf-8")
+        except OSError as error:
+            raise InvalidInputError(
+                f"cannot write the trace to {trace_file}: {error.strerror or error}"
+            ) from None
     if args.json:
-        sys.stdout.write(result.to_json(indent=2, trace=args.trace) + "\n")
+        inline = args.trace is not None and trace_file is None
+        sys.stdout.write(result.to_json(indent=2, trace=inline) + "\n")
         return 0
     for item in result.items:
         sources = ",".join(item.source_ids)
@@ -88,6 +111,47 @@ def run_recall(args, engine: Engine) -> int:
     )
     for note in result.trace["notes"]:
         print(f"-- {note}")
-    if args.trace:
-        print(json.dumps(result.trace, indent=2, ensure_ascii=False))
+    if trace_file is not None:
+        print(f"-- trace written to {trace_file}")
+    elif args.trace is not None:
+        print(trace_summary(result.trace))
     return 0
+
+
+def trace_summary(trace: dict) -> str:
+    """A few lines about how recall chose: what each channel found, what fusion,
+    rerank and packing did, and where the time went (the whole trace: --trace FILE)."""
+    lines = ["-- trace:"]
+    for name, channel in trace.get("channels", {}).items():
+        if not channel.get("ran"):
+            lines.append(
+                f"   {name:<9} not run" + (f" ({channel['note']})" if channel.get("note") else "")
+            )
+            continue
+        note = f"; {channel['note']}" if channel.get("note") else ""
+        lines.append(
+            f"   {name:<9} {len(channel.get('ids', [])):>4} candidates, {channel.get('ms', 0):.0f} ms{note}"
+        )
+    activation = trace.get("activation")
+    if activation:
+        lines.append(
+            f"   graph    {len(activation.get('seeds', []))} seeds, "
+            f"{len(activation.get('steps', []))} spreading steps, {activation.get('lit', 0)} lit"
+        )
+    packing = trace.get("packing", {})
+    lines.append(
+        f"   fused    {len(trace.get('fused', []))} candidates; reranked by "
+        f"{trace.get('rerank', {}).get('name', '?')}; packed {len(packing.get('packed', []))}, "
+        f"skipped {len(packing.get('skipped', []))} for the budget"
+    )
+    if trace.get("reference_time"):
+        lines.append(
+            f"   time     reference {trace['reference_time']} ({trace.get('reference_source', '')})"
+        )
+    timings = trace.get("timings_ms", {})
+    slow = sorted(
+        ((k, v) for k, v in timings.items() if not k.startswith("total")), key=lambda kv: -kv[1]
+    )[:4]
+    if slow:
+        lines.append("   slowest  " + ", ".join(f"{k} {v:.0f} ms" for k, v in slow))
+    return "\n".join(lines)

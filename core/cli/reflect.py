@@ -9,7 +9,8 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from core.cli.output import print_json, short_time
+from core.cli import add_timeout_option
+from core.cli.output import count_arg, print_json, short_time
 from core.engine import Engine
 from core.reflect.values import Reflection
 from core.types import Disposition, InvalidInputError
@@ -37,12 +38,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "bias}) side by side; commits nothing unless --keep names one",
     )
     p.add_argument(
-        "--keep", type=int, metavar="N", help="with --compare: commit the N-th (1-based)"
+        "--keep",
+        type=count_arg(minimum=1),
+        metavar="N",
+        help="with --compare: commit the N-th (1-based)",
     )
     p.add_argument("--dry-run", action="store_true", help="answer, but keep nothing")
-    p.add_argument("--budget", type=int, default=4096, help="token budget for recall (4096)")
+    p.add_argument(
+        "--budget", type=count_arg(minimum=1), default=4096, help="token budget for recall (4096)"
+    )
     p.add_argument("--json", action="store_true", help="print the reflection(s) as JSON")
     p.add_argument("--prompt", action="store_true", help="also print the system prompt")
+    add_timeout_option(p)
     p.set_defaults(handler=run_reflect)
 
     o = sub.add_parser("opinions", help="list opinions, or one opinion's history")
@@ -56,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     r = sub.add_parser("reflections", help="list the reflections a bank kept")
     r.add_argument("bank")
-    r.add_argument("--limit", type=int, default=20)
+    r.add_argument("--limit", type=count_arg(), default=20)
     r.add_argument("--json", action="store_true")
     r.set_defaults(handler=run_reflections)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.cli.output import print_json, progress_printer
+from core.cli.output import count_arg, print_json, progress_printer
 from core.engine import Engine
 
 
@@ -25,12 +25,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--quiet", action="store_true")
     imp.set_defaults(handler=import_bank)
 
+    known = sub.add_parser(
+        "snapshots",
+        help="the files a bank was exported to (a purge cannot reach them)",
+    )
+    known.add_argument("bank")
+    known.add_argument("--json", action="store_true")
+    known.set_defaults(handler=list_exports)
+
     diff = sub.add_parser(
         "diff", help="what changed between two snapshots, or a snapshot and a bank"
     )
     diff.add_argument("a", help="a .engram file or a bank name")
     diff.add_argument("b", help="a .engram file or a bank name")
-    diff.add_argument("--limit", type=int, default=50, help="lines per section")
+    diff.add_argument("--limit", type=count_arg(), default=50, help="lines per section")
     diff.add_argument("--json", action="store_true")
     diff.set_defaults(handler=diff_command)
 
@@ -40,8 +48,28 @@ def export_bank(args, engine: Engine) -> int:
     path = Path(args.path) if args.path else Path(f"{bank.folder.name}.engram")
     progress = None if args.quiet else progress_printer("export")
     manifest = bank.export_snapshot(path, progress=progress)
-    counts = ", ".join(f"{manifest.counts.get(t, 0)} {t}" for t in ("units", "entities", "links"))
+    # The links table holds each link once per direction; ingest counts pairs: so here.
+    links = manifest.counts.get("links", 0) // 2
+    counts = f"{manifest.counts.get('units', 0)} units, {manifest.counts.get('entities', 0)} entities, {links} links"
     print(f"exported bank {bank.name!r} to {path} ({counts})")
+    return 0
+
+
+def list_exports(args, engine: Engine) -> int:
+    exports = engine.open_bank(args.bank).exports()
+    if args.json:
+        print_json([{**vars(e), "exists": e.exists} for e in exports])
+        return 0
+    if not exports:
+        print(f"bank {args.bank!r} has no recorded export")
+    for e in exports:
+        state = "" if e.exists else "  (file no longer there)"
+        print(f"{e.exported_at}  {e.units:>7} units  {e.path}{state}")
+    if exports:
+        print(
+            "These files are outside the bank: a purge does not reach them. Delete the ones"
+            " made before a purge, or export again."
+        )
     return 0
 
 

@@ -7,6 +7,7 @@ follow for the units it touched. Bank methods delegate here.
 """
 
 from core.curate.audit import ACTORS, AuditEntry
-from core.curate.retract import RetractPreview
+from core.curate.documents import DocumentPreview
+from core.curate.retract import PreviewFact, RetractPreview
 
-__all__ = ["ACTORS", "AuditEntry", "RetractPreview"]
+__all__ = ["ACTORS", "AuditEntry", "DocumentPreview", "PreviewFact", "RetractPreview"]

@@ -7,12 +7,19 @@ it queues commit together; the indexes follow for the units whose rows changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from core.curate.audit import check_actor, record
+from core.curate.derived import (
+    derived_candidates,
+    mention_units,
+    observation_pairs,
+    reconcile,
+    rewritten_units,
+)
 from core.curate.jobs import queue_observations
 from core.curate.rows import Scope, capture, change_of, diff
 from core.types import Change, EngramError, Kind, UnitStatus
@@ -43,12 +50,27 @@ def run_action(
 ) -> Change:
     check_actor(actor)
     with bank.store.transaction() as tx:
+        pairs = observation_pairs(tx.con, scope.units)
+        # What may be derived from the scope's units is captured too: hiding it is
+        # part of the action, so undo restores it exactly.
+        derived_ids = derived_candidates(tx.con, scope.units, pairs)
+        if derived_ids:
+            # Reconcile flips statuses and may drop an observation's source rows.
+            tables = scope.tables and scope.tables | {"units", "observation_sources"}
+            scope = replace(
+                scope,
+                units=scope.units | derived_ids,
+                tables=tables,
+            )
         before = capture(tx.con, scope)
         outcome = body(tx)
-        after = capture(tx.con, scope)
-        back, forward = diff(tx.con, before, after)
+        back, forward = diff(tx.con, before, capture(tx.con, scope))
         if not back and not forward:
             return Change()
+        moved = touched_units(back, forward) | mention_units(back, forward)
+        derived = reconcile(tx.con, moved, rewritten=rewritten_units(forward), pairs_before=pairs)
+        if derived.units:
+            back, forward = diff(tx.con, before, capture(tx.con, scope))
         record(
             tx.con,
             actor=actor,
@@ -60,7 +82,7 @@ def run_action(
         )
         jobs = queue_observations(tx.con, outcome.observe)
         tx.touch(sorted(touched_units(back, forward)))
-    return change_of(back, forward) | Change.of(added={Kind.JOB: jobs})
+    return change_of(back, forward) | Change.of(added={Kind.JOB: jobs}) | derived.change()
 
 
 def touched_units(back: Mapping[str, Any], forward: Mapping[str, Any]) -> set[str]:
@@ -102,6 +124,22 @@ def entity_row(con: duckdb.DuckDBPyConnection, entity_id: str) -> EntityRow:
     if row is None:
         raise EngramError(f"no entity {entity_id!r} in this bank")
     return EntityRow(row[0], row[1], row[2], tuple(row[3] or ()), row[4])
+
+
+def require_entities(bank: Bank, entity_ids: Iterable[str]) -> None:
+    """EngramError naming the first of `entity_ids` the bank does not have."""
+    ids = list(entity_ids)
+    if not ids:
+        return
+    known = {
+        r[0]
+        for r in bank.store.reader()
+        .execute("SELECT id FROM entities WHERE id IN (SELECT unnest(?))", [ids])
+        .fetchall()
+    }
+    unknown = [e for e in ids if e not in known]
+    if unknown:
+        raise EngramError(f"no entity {unknown[0]!r} in bank {bank.name!r}")
 
 
 def require_active(entity: EntityRow, doing: str) -> None:

@@ -187,6 +187,19 @@ def summarize(action: str, before: Mapping[str, Any], after: Mapping[str, Any]) 
         return f"edited unit {before.get('id', '')}: {', '.join(changed) or 'nothing'}"
     if action == "delete_units":
         return f"deleted {before.get('count', 0)} unit(s)"
+    if action == "add_unit":
+        return f"added a {after.get('network', '')} memory by hand: {_short(after.get('text'))}"
+    if action in ("hide_units", "unhide_units"):
+        verb = "hid" if action == "hide_units" else "unhid"
+        units = before.get("units") or [{}]
+        if before.get("count", 0) == 1:
+            return f"{verb} unit {units[0].get('id', '')}: {_short(units[0].get('text'))}"
+        return f"{verb} {before.get('count', 0)} unit(s)"
+    if action == "delete_document":
+        return (
+            f"deleted document {before.get('title')!r} ({before.get('units', 0)} unit(s),"
+            f" {before.get('turns', 0)} turn(s))"
+        )
     if action == "rename_entity":
         return f"renamed entity {before.get('name')!r} to {after.get('name')!r}"
     if action == "merge_entities":
@@ -210,6 +223,11 @@ def summarize(action: str, before: Mapping[str, Any], after: Mapping[str, Any]) 
     if action in (UNDO, REDO):
         return f"{action} of #{before.get('seq')} ({before.get('action')})"
     return action
+
+
+def _short(text: Any, width: int = 60) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _strings(value: Any) -> list[str]:

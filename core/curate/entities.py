@@ -199,6 +199,9 @@ def split_entity(
     fresh = new_id()
     kind = valid_name(type) if type else entity.type
     obs = _observation_unit(con, entity_id)
+    # The name split out was (usually) one of the entity's aliases: it now names
+    # the new entity, so it stops resolving to the old one.
+    kept_aliases = [a for a in entity.aliases if a.casefold() != name.casefold()]
 
     def body(tx) -> Outcome:
         c = tx.con
@@ -225,11 +228,15 @@ def split_entity(
             c.execute(
                 "UPDATE observations SET entity_id = ? WHERE entity_id = ?", [fresh, entity_id]
             )
-        c.execute("UPDATE entities SET updated_at = ? WHERE id = ?", [now, entity_id])
+        c.execute(
+            "UPDATE entities SET aliases = ?, updated_at = ? WHERE id = ?",
+            [kept_aliases, now, entity_id],
+        )
         return Outcome(
             before={**entity.describe(), "units": chosen},
             after={
                 **entity.describe(),
+                "aliases": kept_aliases,
                 "new_entity": {"id": fresh, "name": name, "type": kind},
                 "units": chosen,
             },

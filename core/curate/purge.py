@@ -20,8 +20,6 @@ next purge (or `finish_pending_purge`) completes the rebuilds first.
 
 from __future__ import annotations
 
-import json
-import re
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -34,23 +32,26 @@ from core.curate.action import (
     units_mentioning,
 )
 from core.curate.audit import PURGE, check_actor, record, scrub
+from core.curate.derived import observation_pairs, reconcile
 from core.curate.jobs import queue_observations
-from core.curate.retract import matching_rows, redaction_names, redaction_pattern, retract_preview
+from core.curate.redaction import (
+    NameMatcher,
+    apply_plan,
+    names_ever,
+    plan_redactions,
+)
+from core.curate.retract import retract_preview
 from core.progress import Progress, report
 from core.store.bank_store import utcnow
-from core.store.filters import like_pattern
+from core.store.failures import NEXT_OPEN, is_storage_failure, storage_error
 from core.types import Change, EngramError, Kind
 
 if TYPE_CHECKING:
     from core.bank import Bank
 
-REDACTED = "[redacted]"
 # Units per index chunk when filling fresh indexes (a LanceDB fragment, a Tantivy commit).
 FILL_CHUNK = 5000
 PENDING_KEY = "purge_pending"
-# Tables whose text a purge does not redact in place: units and entities are
-# handled on their own, the audit log is scrubbed, the queue holds only ids.
-NOT_REDACTED = frozenset({"units", "entities", "audit", "index_queue"})
 
 
 def purge_entity(
@@ -71,30 +72,22 @@ def purge_entity(
     check_actor(actor)
     finish_pending_purge(bank, progress)
     con = bank.store.reader()
-    entity = entity_row(con, entity_id)
+    entity_row(con, entity_id)  # it exists
     preview = retract_preview(bank, entity_id)
     purged = units_mentioning(con, entity_id)
-    names = redaction_names(entity.name, entity.aliases)
-    pattern = redaction_pattern(names)
+    matcher = NameMatcher(names_ever(con, entity_id))
     # Units that name the entity without mentioning it keep their place, not its name;
     # re-embedded before the transaction (the model is slow).
-    redacted_units: dict[str, str] = {}
-    if pattern is not None:
-        for _, unit_id, text in matching_rows(
-            con, "units", ["id", "text"], names, pattern, "id NOT IN (SELECT unnest(?))", [purged]
-        ):
-            redacted_units[unit_id] = pattern.sub(REDACTED, text)
-    ids = list(redacted_units)
-    vectors = (
-        bank.engine.embedder.embed([redacted_units[i] for i in ids])
-        if ids
-        else np.zeros((0, bank.store.dim), dtype=np.float32)
-    )
+    ahead = plan_redactions(con, matcher, purged, entity_id)
+    embedded = _embedded(bank, ahead.units)
     report(progress, 1, 4, "removing from DuckDB")
-    neighbours = (entities_of(con, purged) | entities_of(con, ids)) - {entity_id}
+    neighbours = (entities_of(con, purged) | entities_of(con, list(ahead.units))) - {entity_id}
     with bank.store.transaction() as tx:
         c = tx.con
+        pairs = observation_pairs(c, [*purged, *ahead.units])
         bank.store.set_meta(c, PENDING_KEY, True)
+        # Planned again inside the transaction: exactly what stays at this moment.
+        plan = plan_redactions(c, matcher, purged, entity_id)
         delete_unit_rows(c, purged)
         c.execute("DELETE FROM mentions WHERE entity_id = ?", [entity_id])
         c.execute("DELETE FROM links WHERE entity_id = ?", [entity_id])
@@ -105,19 +98,24 @@ def purge_entity(
         )
         c.execute("DELETE FROM jobs WHERE target = ?", [entity_id])
         c.execute("DELETE FROM entities WHERE id = ?", [entity_id])
-        turns = 0
-        if pattern is not None:
-            turns = _redact_everywhere(c, names, pattern)
-            for rowid, *_ in matching_rows(c, "entity_decisions", ["surface"], names, pattern):
-                c.execute("DELETE FROM entity_decisions WHERE rowid = ?", [rowid])
-            _redact_entities(c, names, pattern)
+        apply_plan(c, plan)
+        if matcher:
+            for rowid, surface in c.execute(
+                "SELECT rowid, surface FROM entity_decisions"
+            ).fetchall():
+                if matcher.search(surface):
+                    c.execute("DELETE FROM entity_decisions WHERE rowid = ?", [rowid])
+            _redact_entities(c, matcher)
+        missing = {i: t for i, t in plan.units.items() if embedded.get(i, (None,))[0] != t}
+        embedded.update(_embedded(bank, missing))
         now = utcnow()
-        for unit_id, vector in zip(ids, vectors, strict=True):
+        for unit_id, text in plan.units.items():
             c.execute(
                 "UPDATE units SET text = ?, vector = ?, updated_at = ? WHERE id = ?",
-                [redacted_units[unit_id], vector.astype(np.float32).tolist(), now, unit_id],
+                [text, embedded[unit_id][1], now, unit_id],
             )
-        scrub(c, pattern, {entity_id, *purged})
+        scrub(c, matcher if matcher else None, {entity_id, *purged})
+        turns = plan.count("turns")
         record(
             c,
             actor=actor,
@@ -130,88 +128,51 @@ def purge_entity(
                 "links": preview.links,
                 "source_turns": preview.source_turns,
                 "turns_redacted": turns,
-                "units_redacted": len(ids),
+                "units_redacted": len(plan.units),
             },
             after={"purged": True},
         )
         jobs = queue_observations(c, neighbours)
-        tx.touch([*purged, *ids])
-    _finish(bank, progress)
-    return Change.of(
+        derived = reconcile(c, [*purged, *plan.units], pairs_before=pairs)
+        tx.touch([*purged, *plan.units, *derived.units])
+    try:
+        _finish(bank, progress)
+    except Exception as error:
+        if not is_storage_failure(error):
+            raise
+        raise storage_error(
+            error,
+            "the purge was committed (the entity and its memories are gone from the database)"
+            " but the old copies in the index and database files could not be rewritten;"
+            f" {NEXT_OPEN} (it completes the purge)",
+        ) from error
+    ids = list(plan.units)
+    return derived.change() | Change.of(
         removed={Kind.UNIT: purged, Kind.ENTITY: [entity_id]},
         updated={Kind.UNIT: ids, Kind.ENTITY: neighbours, Kind.DOCUMENT: ["*"] if turns else []},
         added={Kind.JOB: jobs},
     )
 
 
-def _redact_everywhere(con: duckdb.DuckDBPyConnection, names, pattern: re.Pattern[str]) -> int:
-    """Redact the names in every text that stays: every VARCHAR, VARCHAR[] and JSON
-    column of every table (tables added later included), except units and
-    entities (handled on their own) and the audit log (scrubbed). Returns how
-    many turns changed."""
-    turns = 0
-    columns: dict[str, list[tuple[str, str]]] = {}
-    for table, column, kind in con.execute(
-        "SELECT c.table_name, c.column_name, c.data_type FROM duckdb_columns() c"
-        " JOIN duckdb_tables() t ON t.database_name = c.database_name"
-        " AND t.schema_name = c.schema_name AND t.table_name = c.table_name"
-        " WHERE c.database_name = current_database() AND c.schema_name = 'main'"
-        " AND c.data_type IN ('VARCHAR', 'VARCHAR[]', 'JSON')"
-        " ORDER BY c.table_name, c.column_index"
-    ).fetchall():
-        if table not in NOT_REDACTED:
-            columns.setdefault(table, []).append((column, kind))
-    for table, cols in columns.items():
-        likes = " OR ".join(
-            f"CAST({c} AS VARCHAR) ILIKE ? ESCAPE '\\'" for c, _ in cols for _ in names
-        )
-        rows = con.execute(
-            f"SELECT rowid, {', '.join(c for c, _ in cols)} FROM {table} WHERE {likes}",
-            [like_pattern(n) for _ in cols for n in names],
-        ).fetchall()
-        for rowid, *values in rows:
-            new = [_redacted(v, kind, pattern) for v, (_, kind) in zip(values, cols, strict=True)]
-            changed = [(c, n) for (c, _), v, n in zip(cols, values, new, strict=True) if n != v]
-            if changed:
-                assignments = ", ".join(f"{c} = ?" for c, _ in changed)
-                con.execute(
-                    f"UPDATE {table} SET {assignments} WHERE rowid = ?",
-                    [*(n for _, n in changed), rowid],
-                )
-                turns += table == "turns"
-    return turns
+def _embedded(bank: Bank, texts: dict[str, str]) -> dict[str, tuple[str, list[float]]]:
+    """unit id -> (text, vector) for the redacted texts."""
+    ids = list(texts)
+    if not ids:
+        return {}
+    vectors = bank.engine.embedder.embed([texts[i] for i in ids])
+    return {
+        i: (texts[i], np.asarray(v, dtype=np.float32).tolist())
+        for i, v in zip(ids, vectors, strict=True)
+    }
 
 
-def _redacted(value, kind: str, pattern: re.Pattern[str]):
-    if value is None:
-        return None
-    if kind == "VARCHAR[]":
-        return [pattern.sub(REDACTED, v) if isinstance(v, str) else v for v in value]
-    if kind == "JSON":
-        try:
-            return json.dumps(_redact_json(json.loads(value), pattern), ensure_ascii=False)
-        except ValueError:
-            return pattern.sub(REDACTED, value)
-    return pattern.sub(REDACTED, value)
-
-
-def _redact_json(value, pattern: re.Pattern[str]):
-    if isinstance(value, str):
-        return pattern.sub(REDACTED, value)
-    if isinstance(value, list):
-        return [_redact_json(v, pattern) for v in value]
-    if isinstance(value, dict):
-        return {pattern.sub(REDACTED, k): _redact_json(v, pattern) for k, v in value.items()}
-    return value
-
-
-def _redact_entities(con: duckdb.DuckDBPyConnection, names, pattern: re.Pattern[str]) -> None:
+def _redact_entities(con: duckdb.DuckDBPyConnection, matcher: NameMatcher) -> None:
     """Other entities named after, or aliased by, the purged one lose that name."""
     for entity_id, name, aliases in con.execute(
         "SELECT id, name, aliases FROM entities"
     ).fetchall():
-        kept = [a for a in aliases or [] if not pattern.search(a)]
-        new_name = pattern.sub(REDACTED, name)
+        kept = [a for a in aliases or [] if not matcher.search(a)]
+        new_name = matcher.sub(name)
         if new_name != name or len(kept) != len(aliases or []):
             con.execute(
                 "UPDATE entities SET name = ?, aliases = ? WHERE id = ?",

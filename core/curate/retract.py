@@ -9,7 +9,6 @@ retract hid: a unit that also mentions another retracted entity stays hidden.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -23,12 +22,35 @@ from core.curate.action import (
     run_action,
     units_mentioning,
 )
+from core.curate.redaction import NameMatcher, Redaction, names_ever, plan_redactions
 from core.curate.rows import Scope
-from core.store.filters import like_pattern
 from core.types import Change, EngramError, Network, UnitStatus
 
 if TYPE_CHECKING:
     from core.bank import Bank
+
+
+@dataclass(frozen=True)
+class PreviewFact:
+    """One unit an action would hide or remove, as a confirm dialog lists it."""
+
+    id: str
+    network: str
+    text: str
+    status: str = "active"
+
+
+def preview_facts(
+    con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str]
+) -> tuple[PreviewFact, ...]:
+    """The units, facts first (world, experience, opinion, observation), oldest first."""
+    rows = con.execute(
+        "SELECT id, network, text, status FROM units WHERE id IN (SELECT unnest(?))"
+        " ORDER BY CASE network WHEN 'world' THEN 0 WHEN 'experience' THEN 1"
+        " WHEN 'opinion' THEN 2 ELSE 3 END, occurred_start NULLS LAST, id",
+        [list(unit_ids)],
+    ).fetchall()
+    return tuple(PreviewFact(*r) for r in rows)
 
 
 @dataclass(frozen=True)
@@ -48,44 +70,16 @@ class RetractPreview:
     # Only a purge touches these: text naming the entity is redacted.
     turns_to_redact: int = 0
     units_to_redact: int = 0  # units that name it without mentioning it
+    # Every occurrence a purge blanks, in context ("turns.text 1a2b-3: …«Grace» is…").
+    redactions: tuple[Redaction, ...] = ()
+    # Every unit it hides (or a purge removes), for a person to read before confirming.
+    facts: tuple[PreviewFact, ...] = ()
+    # Entities whose observations quote some of those facts and are rebuilt.
+    rebuilt: tuple[str, ...] = ()
 
     @property
     def total_units(self) -> int:
         return self.units + self.opinions + self.observations
-
-
-def redaction_names(name: str, aliases: Sequence[str]) -> list[str]:
-    """The names a purge blanks out; one-letter aliases would blank too much."""
-    names = {n.strip() for n in (name, *aliases) if n and len(n.strip()) >= 2}
-    return sorted(names, key=lambda n: (-len(n), n))
-
-
-def redaction_pattern(names: Sequence[str]) -> re.Pattern[str] | None:
-    if not names:
-        return None
-    alternatives = "|".join(re.escape(n) for n in names)
-    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
-
-
-def matching_rows(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    columns: Sequence[str],
-    names: Sequence[str],
-    pattern: re.Pattern[str],
-    extra_where: str = "",
-    extra_params: Sequence = (),
-) -> list[tuple]:
-    """(rowid, *columns) of rows where any column names the entity. ILIKE narrows
-    in DuckDB; the word-boundary regex decides."""
-    likes = " OR ".join(f"{c} ILIKE ? ESCAPE '\\'" for c in columns for _ in names)
-    params = [like_pattern(n) for _ in columns for n in names]
-    where = f"({likes})" + (f" AND {extra_where}" if extra_where else "")
-    rows = con.execute(
-        f"SELECT rowid, {', '.join(columns)} FROM {table} WHERE {where}",
-        [*params, *extra_params],
-    ).fetchall()
-    return [r for r in rows if any(isinstance(v, str) and pattern.search(v) for v in r[1:])]
 
 
 # A retract or restore flips statuses and nothing else.
@@ -115,22 +109,8 @@ def retract_preview(bank: Bank, entity_id: str) -> RetractPreview:
     events = con.execute(
         "SELECT count(*) FROM opinion_events WHERE opinion_id IN (SELECT unnest(?))", [unit_ids]
     ).fetchall()[0][0]
-    names = redaction_names(entity.name, entity.aliases)
-    pattern = redaction_pattern(names)
-    turns_to_redact = units_to_redact = 0
-    if pattern is not None:
-        turns_to_redact = len(matching_rows(con, "turns", ["text"], names, pattern))
-        units_to_redact = len(
-            matching_rows(
-                con,
-                "units",
-                ["text"],
-                names,
-                pattern,
-                "id NOT IN (SELECT unnest(?))",
-                [unit_ids],
-            )
-        )
+    # What a purge would blank, occurrence by occurrence (a retract blanks nothing).
+    plan = plan_redactions(con, NameMatcher(names_ever(con, entity_id)), unit_ids, entity_id)
     facts = by_network.get(str(Network.WORLD), 0) + by_network.get(str(Network.EXPERIENCE), 0)
     return RetractPreview(
         entity_id=entity.id,
@@ -143,8 +123,18 @@ def retract_preview(bank: Bank, entity_id: str) -> RetractPreview:
         source_turns=turns,
         opinion_events=events,
         unit_ids=tuple(unit_ids),
-        turns_to_redact=turns_to_redact,
-        units_to_redact=units_to_redact,
+        turns_to_redact=plan.count("turns"),
+        units_to_redact=len(plan.units),
+        redactions=tuple(plan.redactions),
+        facts=preview_facts(con, unit_ids),
+        rebuilt=tuple(
+            r[0]
+            for r in con.execute(
+                "SELECT name FROM entities WHERE id IN (SELECT unnest(?)) AND status = 'active'"
+                " ORDER BY lower(name)",
+                [sorted(entities_of(con, unit_ids) - {entity_id})],
+            ).fetchall()
+        ),
     )
 
 

@@ -32,6 +32,7 @@ class TableSpec:
     key: tuple[str, ...] | None  # None: a multiset of whole rows
     unit_columns: tuple[str, ...] = ()  # columns holding unit ids (in scope by unit)
     entity_columns: tuple[str, ...] = ()  # columns holding entity ids (in scope by entity)
+    document_columns: tuple[str, ...] = ()  # columns holding document ids (in scope by document)
 
 
 # Every table curation may change and undo. Tables a later migration adds are
@@ -46,7 +47,16 @@ TABLES: tuple[TableSpec, ...] = (
         "observations", ("entity_id",), unit_columns=("unit_id",), entity_columns=("entity_id",)
     ),
     TableSpec("observation_sources", None, unit_columns=("observation_id", "unit_id")),
-    TableSpec("entity_decisions", ("id",), entity_columns=("entity_id", "candidate_id")),
+    TableSpec(
+        "entity_decisions",
+        ("id",),
+        entity_columns=("entity_id", "candidate_id"),
+        document_columns=("document_id",),
+    ),
+    # Only a document's deletion reaches these (its scope names the document).
+    TableSpec("documents", ("id",), document_columns=("id",)),
+    TableSpec("turns", None, document_columns=("document_id",)),
+    TableSpec("ingest_failures", None, document_columns=("document_id",)),
 )
 SPECS = {spec.name: spec for spec in TABLES}
 VECTOR_HASH = "_vector_hash"
@@ -60,6 +70,7 @@ class Scope:
     vectors: set[str] = field(default_factory=set)
     # Only these tables are read (an action that flips a status need not read links).
     tables: frozenset[str] | None = None
+    documents: set[str] = field(default_factory=set)
 
 
 def existing_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -93,6 +104,10 @@ def _scope_where(spec: TableSpec, scope: Scope) -> tuple[str, list]:
         if scope.entities:
             clauses.append(f"{column} IN (SELECT unnest(?))")
             params.append(sorted(scope.entities))
+    for column in spec.document_columns:
+        if scope.documents:
+            clauses.append(f"{column} IN (SELECT unnest(?))")
+            params.append(sorted(scope.documents))
     return " OR ".join(clauses), params
 
 
@@ -356,7 +371,11 @@ def change_of(current: Mapping[str, Any], target: Mapping[str, Any]) -> Change:
     added: dict[Kind, set[str]] = {}
     updated: dict[Kind, set[str]] = {}
     removed: dict[Kind, set[str]] = {}
-    for table, kind in (("units", Kind.UNIT), ("entities", Kind.ENTITY)):
+    for table, kind in (
+        ("units", Kind.UNIT),
+        ("entities", Kind.ENTITY),
+        ("documents", Kind.DOCUMENT),
+    ):
         cur = {r["id"] for r in current.get(table, {}).get("rows", [])}
         tgt = {r["id"] for r in target.get(table, {}).get("rows", [])}
         changed = {k[0] for k, _ in target.get(table, {}).get("changed", [])}

@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from core.curate.action import entities_of, touched_units
 from core.curate.audit import REDO, UNDO, check_actor, load_rows, record, stacks
+from core.curate.derived import mention_units, observation_pairs, reconcile
 from core.curate.jobs import queue_observations
 from core.curate.rows import apply, change_of
 from core.types import Change, EngramError, Kind
@@ -26,6 +28,8 @@ def _step(bank: Bank, *, redo: bool, actor: str) -> Change:
         action = tx.con.execute("SELECT action FROM audit WHERE seq = ?", [seq]).fetchall()[0][0]
         back, forward = load_rows(tx.con, seq)
         current, target = (back, forward) if redo else (forward, back)
+        moved = touched_units(current, target) | mention_units(current, target)
+        pairs = observation_pairs(tx.con, moved)
         try:
             units, entities = apply(tx.con, current, target)
         except duckdb.ConstraintException as error:
@@ -43,9 +47,12 @@ def _step(bank: Bank, *, redo: bool, actor: str) -> Change:
             before={"seq": seq, "action": action},
             after={"seq": seq, "action": action, "undone": not redo},
         )
-        jobs = queue_observations(tx.con, entities)
-        tx.touch(sorted(units))
-    return change_of(current, target) | Change.of(added={Kind.JOB: jobs})
+        # The entities of the facts that moved get their observations rebuilt too.
+        jobs = queue_observations(tx.con, entities | entities_of(tx.con, moved))
+        # No `rewritten`: the target side is what the derived units were built from.
+        derived = reconcile(tx.con, moved, pairs_before=pairs)
+        tx.touch(sorted(units | set(derived.units)))
+    return change_of(current, target) | Change.of(added={Kind.JOB: jobs}) | derived.change()
 
 
 def undo(bank: Bank, *, actor: str = "user") -> Change:

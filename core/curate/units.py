@@ -7,12 +7,20 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from core.bank import UNSET
-from core.curate.action import Outcome, delete_unit_rows, entities_of, run_action
+from core.curate.action import (
+    Outcome,
+    delete_unit_rows,
+    entities_of,
+    require_entities,
+    run_action,
+)
+from core.curate.memories import confidence_event
 from core.curate.relink import relink_units
 from core.curate.rows import Scope
+from core.retain.opinions import write_events
 from core.store.bank_store import utcnow
 from core.store.units import insert_mentions
-from core.types import Change, EngramError, InvalidInputError, Network, NewUnit, Unit
+from core.types import Change, InvalidInputError, Network, NewUnit, Unit
 
 if TYPE_CHECKING:
     from core.bank import Bank
@@ -85,16 +93,7 @@ def edit_unit(
             new_entities = wanted
     if not fields and new_entities is None:
         return Change()
-    if new_entities:
-        known = {
-            r[0]
-            for r in bank.store.reader()
-            .execute("SELECT id FROM entities WHERE id IN (SELECT unnest(?))", [list(new_entities)])
-            .fetchall()
-        }
-        unknown = [e for e in new_entities if e not in known]
-        if unknown:
-            raise EngramError(f"no entity {unknown[0]!r} in bank {bank.name!r}")
+    require_entities(bank, new_entities or ())
     if "text" in fields:
         # Embed before the transaction: the model is slow, the write lock is not ours to hold.
         fields["vector"] = bank.engine.embedder.embed_one(fields["text"]).tolist()
@@ -104,8 +103,25 @@ def edit_unit(
     old_entities = set(current.entity_ids)
     involved = old_entities | set(new_entities or ())
 
+    # A confidence set by hand is a step in the opinion's history, with its reason.
+    is_opinion = Network(fields.get("network", current.network)) is Network.OPINION
+    confidence_moved = "confidence" in fields and fields["confidence"] is not None and is_opinion
+
     def body(tx) -> Outcome:
         fields["updated_at"] = utcnow()
+        if confidence_moved:
+            write_events(
+                tx.con,
+                [
+                    confidence_event(
+                        unit_id,
+                        current.confidence,
+                        fields["confidence"],
+                        actor,
+                        fields["updated_at"],
+                    )
+                ],
+            )
         assignments = ", ".join(f"{column} = ?" for column in fields)
         tx.con.execute(f"UPDATE units SET {assignments} WHERE id = ?", [*fields.values(), unit_id])
         if new_entities is not None:

@@ -7,6 +7,22 @@ reply tolerantly (`parse_json_reply`), rejects copied examples (`is_echo`),
 runs the caller's validator, and re-asks a bounded number of times before
 raising `LanguageModelError` with the last problem in words a person can act on.
 
+Real local models need more than a bare request (`_send`):
+
+- the reply is *streamed*, so `timeout` bounds the silence between tokens, not
+  the whole answer: a slow 7B model that keeps writing is not cut off;
+- `num_ctx` is sized to the prompt (in a few fixed steps, since every new size
+  reloads the model) because Ollama's default context silently drops the
+  start of a long prompt; `keep_alive` keeps the model loaded between calls;
+- `done_reason: "length"` means the reply was cut at `num_predict`: it is never
+  repaired and kept, but asked again with room to finish, and reported if it
+  still does not fit;
+- a reply that does not parse or validate is re-asked *with the problem in the
+  conversation*, not resent as the identical request.
+
+`probe` is the one connection check (server down, model not pulled, ready)
+that the settings pane, the status bar, the CLI and the fallbacks all use.
+
 Callers decide what to do without a model (the rules path); this module only
 says clearly why the model was not usable. No Qt here.
 """
@@ -27,12 +43,16 @@ import ollama
 import pydantic
 from rapidfuzz import fuzz
 
+from core.settings import TIMEOUT_ENV
+from core.text import repair_strings, without_surrogates
 from core.types import EngramError
 
 __all__ = [
+    "TIMEOUT_ENV",
     "LanguageModel",
     "LanguageModelError",
     "LlmSettings",
+    "ModelStatus",
     "is_echo",
     "parse_json_reply",
     "strip_think",
@@ -49,6 +69,15 @@ PROBE_TIMEOUT = 2.0
 ECHO_SIMILARITY = 90.0
 # Fuzzy matching of very short strings flags coincidences; below this only exact copies count.
 ECHO_MIN_FUZZY_LENGTH = 16
+# Context sizes sent as num_ctx: the smallest that holds prompt and reply. Few
+# steps, because Ollama reloads the model whenever num_ctx changes.
+CONTEXT_STEPS = (4096, 8192, 16384, 32768)
+# A conservative token estimate for sizing the context: ~3 characters a token
+# (English is nearer 4), plus the chat template's overhead per message.
+CHARS_PER_TOKEN = 3
+TOKENS_PER_MESSAGE = 16
+# How much of a rejected reply is quoted back when asking again.
+REASK_QUOTE_CHARS = 1500
 
 
 class LanguageModelError(EngramError):
@@ -56,7 +85,8 @@ class LanguageModelError(EngramError):
 
     `kind` lets callers react without parsing the message: "unreachable",
     "timeout", "http", "model" (not installed), "config" (no model or a bad
-    host), "invalid" (no usable answer after the retries).
+    host), "invalid" (no usable answer after the retries), "truncated" (every
+    reply was cut at the token limit).
     """
 
     def __init__(self, message: str, kind: str = "invalid") -> None:
@@ -68,18 +98,69 @@ class LanguageModelError(EngramError):
 class LlmSettings:
     host: str = "http://127.0.0.1:11434"
     model: str = ""
+    # Seconds without a byte from the server (replies stream: a model that keeps
+    # writing is never cut by it).
     timeout: float = 60.0
     retries: int = 2
     temperature: float = 0.1
+    # Tokens a reply may take; a reply cut there is asked again with twice the
+    # room, up to max_predict.
+    num_predict: int = 2048
+    max_predict: int = 8192
+    # How long Ollama keeps the model loaded after a call (its default is 5 minutes).
+    keep_alive: str = "30m"
+
+
+def context_size(messages: Sequence[dict[str, str]], num_predict: int) -> int:
+    """The num_ctx that holds `messages` and a reply of `num_predict` tokens."""
+    chars = sum(len(m.get("content", "")) for m in messages)
+    needed = -(-chars // CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages) + num_predict
+    return next((n for n in CONTEXT_STEPS if n >= needed), CONTEXT_STEPS[-1])
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """What one connection check found: the model is usable, or why not.
+
+    `state`: "ready"; "none" (no model chosen); "down" (nothing answers at the
+    host, or a timeout); "missing" (the server answers but the model is not
+    pulled); "error" (a bad host, or something that is not an Ollama server).
+    """
+
+    state: str
+    message: str  # a sentence for the settings pane and the CLI
+    host: str = ""
+    model: str = ""
+    installed: tuple[str, ...] = ()
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+    @property
+    def reason(self) -> str:
+        """Why the model is not used, short enough for a status bar or a note."""
+        if self.state == "none":
+            return "no language model chosen"
+        if self.state == "down":
+            return f"Ollama not reachable at {self.host}"
+        if self.state == "missing":
+            return f"'{self.model}' not installed at {self.host} (run `ollama pull {self.model}`)"
+        if self.state == "error":
+            return self.message
+        return ""
 
 
 class _Retry(Exception):
-    """A failure worth asking again for (timeout, 5xx, broken connection, bad answer)."""
+    """A failure worth asking again for (timeout, 5xx, broken connection, bad answer,
+    a reply cut at the token limit). `reply` is the rejected answer, quoted back
+    when asking again."""
 
-    def __init__(self, reason: str, kind: str = "invalid") -> None:
+    def __init__(self, reason: str, kind: str = "invalid", reply: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.kind = kind
+        self.reply = reply
 
 
 # ---- reply cleaning ---------------------------------------------------------------
@@ -119,15 +200,20 @@ def parse_json_reply(text: str) -> Any:
     if not cleaned:
         raise ValueError("the reply is empty")
     try:
-        return json.loads(cleaned)
+        return repair_strings(json.loads(cleaned))
+    except RecursionError:
+        raise ValueError("the reply's JSON is nested too deeply to be an answer") from None
     except ValueError:
         pass
     candidates = [m.group(1) for m in _FENCE.finditer(cleaned) if m.group(1).strip()]
     candidates.append(cleaned)
     for candidate in candidates:
-        found, value = _extract_json(candidate)
+        try:
+            found, value = _extract_json(candidate)
+        except RecursionError:
+            raise ValueError("the reply's JSON is nested too deeply to be an answer") from None
         if found:
-            return value
+            return repair_strings(value)
     preview = cleaned[:80] + ("…" if len(cleaned) > 80 else "")
     raise ValueError(f"no JSON object or array could be recovered from {preview!r}")
 
@@ -359,6 +445,23 @@ def _shorten(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _reask(messages: list[dict[str, str]], problem: _Retry) -> list[dict[str, str]]:
+    """The conversation again, with the rejected reply and what was wrong with it."""
+    quoted = problem.reply.strip()
+    if len(quoted) > REASK_QUOTE_CHARS:
+        quoted = quoted[:REASK_QUOTE_CHARS] + "…"
+    return [
+        *messages,
+        {"role": "assistant", "content": quoted or "(no answer)"},
+        {
+            "role": "user",
+            "content": f"That answer could not be used: {problem.reason}. "
+            "Answer the request above again, correctly and completely, "
+            "in the requested form only.",
+        },
+    ]
+
+
 def _with_tag(name: str) -> str:
     name = name.strip().casefold()
     return name if ":" in name else f"{name}:latest"
@@ -463,34 +566,40 @@ class LanguageModel:
         wanted = _with_tag(self.settings.model)
         return any(_with_tag(n) == wanted for n in names)
 
-    def available(self) -> bool:
-        """The server answers quickly and has the configured model. Never raises."""
-        if not self.settings.model.strip():
-            return False
-        try:
-            return self._listed(self.models())
-        except Exception:  # noqa: BLE001 - a probe must not raise, whatever broke
-            log.debug("language model probe failed", exc_info=True)
-            return False
-
-    def check(self) -> str:
-        """A one-line connection test result for the settings pane. Never raises."""
+    def probe(self) -> ModelStatus:
+        """The one connection check: ready, or why not (server down, model not
+        pulled, no model chosen, not an Ollama server). Never raises."""
         host, model = self.settings.host, self.settings.model.strip()
         try:
             names = self.models()
         except LanguageModelError as exc:
-            return str(exc)
-        except Exception as exc:  # noqa: BLE001 - shown to the user, not raised
-            return f"Connection test to {host} failed: {exc}"
+            state = "down" if exc.kind in ("unreachable", "timeout") else "error"
+            return ModelStatus(state, str(exc), host, model)
+        except Exception as exc:  # noqa: BLE001 - a probe must not raise, whatever broke
+            log.debug("language model probe failed", exc_info=True)
+            return ModelStatus("error", f"Connection test to {host} failed: {exc}", host, model)
         count = f"{len(names)} model{'' if len(names) == 1 else 's'}"
         installed = f" (installed: {', '.join(names[:8])}{', …' if len(names) > 8 else ''})"
         head = f"Connected to {host}: {count}"
+        listed = tuple(names)
         if not model:
-            return f"{head}; no model chosen" + (installed if names else "")
+            message = f"{head}; no model chosen" + (installed if names else "")
+            return ModelStatus("none", message, host, model, listed)
         if self._listed(names):
-            return f"{head}; '{model}' available"
+            return ModelStatus("ready", f"{head}; '{model}' available", host, model, listed)
         hint = f"'{model}' is not installed — run `ollama pull {model}`"
-        return f"{head}, but {hint}" + (installed if names else "")
+        message = f"{head}, but {hint}" + (installed if names else "")
+        return ModelStatus("missing", message, host, model, listed)
+
+    def available(self) -> bool:
+        """The server answers quickly and has the configured model. Never raises."""
+        if not self.settings.model.strip():
+            return False
+        return self.probe().ready
+
+    def check(self) -> str:
+        """A one-line connection test result for the settings pane. Never raises."""
+        return self.probe().message
 
     # ---- asking ---------------------------------------------------------------------
 
@@ -502,7 +611,7 @@ class LanguageModel:
             # Some thinking models put the whole answer in `thinking` when told not to think.
             text = text or strip_think(thinking).strip()
             if not text:
-                raise _Retry("the model returned an empty answer")
+                raise _Retry("the model returned an empty answer", reply=content)
             return text
 
         return self._ask(system, prompt, None, interpret)
@@ -528,15 +637,20 @@ class LanguageModel:
             try:
                 value = parse_json_reply(text)
             except ValueError as exc:
-                raise _Retry(f"the reply was not valid JSON ({exc})") from None
-            if examples:
-                echo = _find_echo(value, text, examples)
-                if echo is not None:
-                    raise _Retry(f"the answer copied the prompt's example ({_shorten(echo)!r})")
+                raise _Retry(f"the reply was not valid JSON ({exc})", reply=text) from None
             try:
+                echo = _find_echo(value, text, examples) if examples else None
+                if echo is not None:
+                    raise _Retry(
+                        f"the answer copied the prompt's example ({_shorten(echo)!r})", reply=text
+                    )
                 return validate(value)
+            except RecursionError:
+                raise _Retry("the answer is nested too deeply to be read") from None
             except (ValueError, LookupError, TypeError) as exc:
-                raise _Retry(f"the answer failed validation: {_describe_validation(exc)}") from None
+                raise _Retry(
+                    f"the answer failed validation: {_describe_validation(exc)}", reply=text
+                ) from None
 
         return self._ask(system, prompt, schema, interpret)
 
@@ -553,16 +667,31 @@ class LanguageModel:
             {"role": "user", "content": prompt}
         ]
         attempts = 1 + max(0, self.settings.retries)
+        num_predict = max(1, self.settings.num_predict)
+        asked = messages
         last = _Retry("no attempt was made")
         for attempt in range(1, attempts + 1):
             try:
-                content, thinking = self._send(messages, fmt)
+                content, thinking, done_reason = self._send(asked, fmt, num_predict)
+                if done_reason == "length":
+                    # A reply cut mid-way may still parse once "repaired", minus
+                    # what was cut: never keep it, ask again with room to finish.
+                    raise _Retry(
+                        f"the reply was cut off at the limit of {num_predict} tokens "
+                        "(done_reason 'length')",
+                        "truncated",
+                    )
                 return interpret(content, thinking)
             except _Retry as problem:
                 last = problem
                 log.info(
                     "language model attempt %d/%d failed: %s", attempt, attempts, problem.reason
                 )
+                if problem.kind == "truncated":
+                    num_predict = min(num_predict * 2, max(num_predict, self.settings.max_predict))
+                # A bad answer is asked about again with the problem in the
+                # conversation; a timeout or a server error is simply resent.
+                asked = _reask(messages, problem) if problem.kind == "invalid" else messages
         plural = "" if attempts == 1 else "s"
         raise LanguageModelError(
             f"language model '{self.name}' gave no usable answer after {attempts} attempt{plural}: "
@@ -571,28 +700,44 @@ class LanguageModel:
         )
 
     def _send(
-        self, messages: list[dict[str, str]], fmt: dict[str, Any] | str | None
-    ) -> tuple[str, str]:
+        self, messages: list[dict[str, str]], fmt: dict[str, Any] | str | None, num_predict: int
+    ) -> tuple[str, str, str]:
+        """(content, thinking, done_reason) of one streamed reply."""
         host, model = self.settings.host, self.settings.model.strip()
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": messages,
             "format": fmt,
-            "options": {"temperature": self.settings.temperature},
-            "stream": False,
+            "options": {
+                "temperature": self.settings.temperature,
+                "num_ctx": context_size(messages, num_predict),
+                "num_predict": num_predict,
+            },
+            "keep_alive": self.settings.keep_alive,
+            "stream": True,
         }
         if self._send_think:
             kwargs["think"] = False
         client = self._chat_client()
+        content: list[str] = []
+        thinking: list[str] = []
+        done_reason = ""
         try:
-            response = client.chat(**kwargs)
-        except ConnectionError:
+            for part in client.chat(**kwargs):
+                message = part.message
+                content.append(message.content or "")
+                thinking.append(message.thinking or "")
+                if part.done:
+                    done_reason = part.done_reason or ""
+        except (ConnectionError, httpx.ConnectError):
+            # Streamed, the client hands back httpx's error rather than its own.
             raise self._unreachable() from None
         except httpx.ConnectTimeout:
             raise self._unreachable() from None
         except httpx.TimeoutException:
             raise _Retry(
-                f"timeout: no answer from Ollama at {host} within {self.settings.timeout:g} s",
+                f"timeout: Ollama at {host} sent nothing for {self.settings.timeout:g} s "
+                f"(set {TIMEOUT_ENV}, --ollama-timeout or Settings for a slower model)",
                 "timeout",
             ) from None
         except httpx.TransportError as exc:
@@ -605,10 +750,10 @@ class LanguageModel:
             status, error = exc.status_code, str(exc.error)
             if status == 400 and "think" in error.lower() and self._send_think:
                 self._send_think = False
-                return self._send(messages, fmt)
+                return self._send(messages, fmt, num_predict)
             if status == 404:
                 raise LanguageModelError(
-                    f"model '{model}' is not available at {host} ({error}); "
+                    f"model '{model}' is not installed at {host} ({error}); "
                     f"run `ollama pull {model}`",
                     "model",
                 ) from None
@@ -619,8 +764,12 @@ class LanguageModel:
             ) from None
         except (ValueError, pydantic.ValidationError) as exc:
             raise _Retry(f"Ollama at {host} sent a malformed response ({exc})", "http") from None
-        message = response.message
-        return message.content or "", message.thinking or ""
+        # A reply may carry lone surrogates (a "\\ud800" escape): no store takes them.
+        return (
+            without_surrogates("".join(content)),
+            without_surrogates("".join(thinking)),
+            done_reason,
+        )
 
     def _unreachable(self) -> LanguageModelError:
         return LanguageModelError(

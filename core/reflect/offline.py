@@ -26,6 +26,8 @@ from core.reflect.values import Evidence, LeftOut
 from core.types import Disposition, Network
 
 MAX_ITEMS = 8
+# Characters of a left-out memory quoted in the extractive answer.
+LEFT_OUT_CHARS = 90
 
 # Skepticism level -> minimum confidence an opinion needs to be used.
 OPINION_BAR = {1: 0.0, 2: 0.2, 3: 0.35, 4: 0.5, 5: 0.65}
@@ -175,6 +177,7 @@ def summary(
     disposition: Disposition,
     selected: Sequence[Scored],
     left_out: Sequence[LeftOut],
+    evidence: Sequence[Evidence] = (),
 ) -> str:
     """The extractive answer, a structured summary that says what it is."""
     d = disposition
@@ -194,6 +197,15 @@ def summary(
         extra = f", confidence {e.confidence:.2f}" if e.confidence is not None else ""
         lines.append(f"{i}. [{_LABEL.get(e.network, e.network)}, {e.date}{extra}] {e.text}")
     if left_out:
+        # Readable, not bare ids: what each left-out memory says, and why it was left out.
+        texts = {e.unit_id: e.text for e in evidence}
         lines += ["", f"Left out ({len(left_out)}):"]
-        lines += [f"- [{x.unit_id}] {x.reason}" for x in left_out]
+        lines += [f"- {_snippet(texts.get(x.unit_id), x.unit_id)} — {x.reason}" for x in left_out]
     return "\n".join(lines)
+
+
+def _snippet(text: str | None, unit_id: str) -> str:
+    if not text:
+        return f"[{unit_id}]"
+    text = " ".join(text.split())
+    return f"“{text if len(text) <= LEFT_OUT_CHARS else text[: LEFT_OUT_CHARS - 1] + '…'}”"

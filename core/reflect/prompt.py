@@ -8,7 +8,7 @@ forms opinions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from core.reflect.values import Evidence
@@ -30,16 +30,25 @@ def format_time(value: datetime) -> str:
     return value.strftime("%Y-%m-%d %H:%M")
 
 
-def date_of(unit: Unit) -> str:
+def bank_time(unit: Unit) -> datetime | None:
+    """When the bank learned what `unit` says, on the conversation's own time line:
+    when it was mentioned, else when it happened. None for a unit with neither
+    (added by hand): its created_at is when a person did that, not bank time."""
+    return unit.mentioned_at or unit.occurred_start
+
+
+def date_of(unit: Unit, as_of: datetime | None = None) -> str:
     """When a fact happened, as the prompt shows it.
 
     Occurrence interval first; else when it was mentioned; else when it was
-    recorded. Opinions and
-    observations are dated by when they were last revised: that is the time the
-    belief or profile speaks for."""
+    recorded. Opinions and observations are dated by the bank's time of their
+    last revision (`as_of`: an opinion's latest event), else of what they were
+    formed from; never by `updated_at`, which is the wall clock of the write."""
     if unit.network in (Network.OPINION, Network.OBSERVATION):
-        when = unit.updated_at or unit.mentioned_at or unit.created_at
-        return f"as of {format_time(when)}" if when else UNKNOWN_DATE
+        when = as_of or unit.mentioned_at or unit.occurred_end or unit.occurred_start
+        if when is not None:
+            return f"as of {format_time(when)}"
+        return f"recorded {format_time(unit.created_at)}" if unit.created_at else UNKNOWN_DATE
     start, end = unit.occurred_start, unit.occurred_end
     if start is not None:
         if end is not None and format_time(end) != format_time(start):
@@ -53,9 +62,13 @@ def date_of(unit: Unit) -> str:
     return UNKNOWN_DATE
 
 
-def evidence_from(items: Iterable, units: dict[str, Unit]) -> list[Evidence]:
+def evidence_from(
+    items: Iterable, units: dict[str, Unit], as_of: Mapping[str, datetime] | None = None
+) -> list[Evidence]:
     """Recall items (in recall order) joined with their stored units; units no
-    longer stored (deleted meanwhile) are skipped."""
+    longer stored (deleted meanwhile) are skipped. `as_of`: the bank time of each
+    opinion's latest event."""
+    as_of = as_of or {}
     out: list[Evidence] = []
     seen: set[str] = set()
     for item in items:
@@ -68,7 +81,7 @@ def evidence_from(items: Iterable, units: dict[str, Unit]) -> list[Evidence]:
                 unit_id=unit.id,
                 network=unit.network.value,
                 text=unit.text,
-                date=date_of(unit),
+                date=date_of(unit, as_of.get(unit.id)),
                 confidence=unit.confidence,
                 score=float(item.score),
                 source_count=len(unit.source_ids),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,7 @@ from core.providers.llm import LanguageModel, LanguageModelError
 from core.reflect import offline, store
 from core.reflect.disposition import system_prompt
 from core.reflect.formation import ProposedOpinion, ask_opinions, plan_opinions
-from core.reflect.prompt import answer_prompt, evidence_from
+from core.reflect.prompt import answer_prompt, bank_time, evidence_from
 from core.reflect.values import (
     OFFLINE_MODE,
     Comparison,
@@ -33,6 +33,7 @@ from core.reflect.values import (
     ReflectionError,
     llm_mode,
 )
+from core.retain.opinions import latest_events
 from core.store.bank_store import utcnow
 from core.store.units import get_units
 from core.types import BankProfile, Change, Disposition, InvalidInputError, new_id
@@ -45,6 +46,10 @@ MIN_COMPARE = 2
 MAX_COMPARE = 4
 # Entity profiles get this share of the token budget, on top of the facts.
 OBSERVATION_SHARE = 0.25
+# Model failures after which a reflection is answered extractively rather than
+# failing: the model is gone, not pulled, too slow, or cannot finish its answer.
+# A model that answers nonsense ("invalid") is an error the person should see.
+FALLBACK_KINDS = frozenset({"unreachable", "timeout", "model", "truncated"})
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class _Context:
     lm: LanguageModel | None
     model: str
     notes: tuple[str, ...]
+    as_of: datetime | None
 
 
 def _prepare(
@@ -80,21 +86,24 @@ def _prepare(
         observation_budget=int(budget_tokens * OBSERVATION_SHARE),
     )
     items = [*result.items, *result.observations]
-    units = get_units(bank.store.reader(), [i.unit_id for i in items])
-    evidence = tuple(evidence_from(items, units))
+    reader = bank.store.reader()
+    units = get_units(reader, [i.unit_id for i in items])
+    evidence = tuple(evidence_from(items, units, latest_events(reader, list(units))))
+    # The reflection's own time: the reference time asked for, else the newest evidence.
+    times = [t for t in (bank_time(u) for u in units.values()) if t is not None]
+    as_of = now or (max(times) if times else None)
     owned = llm is None
     lm = llm if llm is not None else bank.engine.language_model()
     notes: tuple[str, ...] = ()
     if lm is None:
         notes = ("no language model is chosen (Settings): the reflection is extractive",)
-    elif not lm.available():
-        notes = (
-            f"language model '{lm.name}' is not reachable at {lm.host}: "
-            "the reflection is extractive",
-        )
-        if owned:
-            lm.close()
-        lm, owned = None, False
+    else:
+        status = lm.probe()
+        if not status.ready:
+            notes = (f"{status.reason}: the reflection is extractive",)
+            if owned:
+                lm.close()
+            lm, owned = None, False
     context = _Context(
         query=query,
         profile=bank.profile(),
@@ -105,8 +114,14 @@ def _prepare(
         lm=lm,
         model=lm.name if lm is not None else "",
         notes=notes,
+        as_of=as_of,
     )
     return context, owned and lm is not None
+
+
+def _fallen_back(ctx: _Context, error: ReflectionError) -> _Context:
+    note = f"the language model failed ({error}): the reflection is extractive"
+    return replace(ctx, lm=None, model="", notes=(*ctx.notes, note))
 
 
 @dataclass(frozen=True)
@@ -163,6 +178,7 @@ def _llm_reflection(
         budget_tokens=ctx.budget_tokens,
         opinion_error=answered.opinion_error,
         notes=ctx.notes,
+        as_of=ctx.as_of,
         recall=ctx.recall,
         vectors=vectors,
     )
@@ -174,7 +190,7 @@ def _offline_reflection(ctx: _Context, disposition: Disposition) -> Reflection:
         id=new_id(),
         query=ctx.query,
         disposition=disposition,
-        answer=offline.summary(ctx.query, disposition, selected, left_out),
+        answer=offline.summary(ctx.query, disposition, selected, left_out, ctx.evidence),
         mode=OFFLINE_MODE,
         model="",
         created_at=utcnow(),
@@ -183,6 +199,7 @@ def _offline_reflection(ctx: _Context, disposition: Disposition) -> Reflection:
         budget_tokens=ctx.budget_tokens,
         notes=ctx.notes,
         left_out=tuple(left_out),
+        as_of=ctx.as_of,
         recall=ctx.recall,
     )
 
@@ -201,6 +218,7 @@ def _failed(ctx: _Context, disposition: Disposition, error: ReflectionError) -> 
         budget_tokens=ctx.budget_tokens,
         error=str(error),
         notes=ctx.notes,
+        as_of=ctx.as_of,
         recall=ctx.recall,
     )
 
@@ -227,7 +245,16 @@ def reflect(
         if ctx.lm is None:
             reflection = _offline_reflection(ctx, disposition)
         else:
-            reflection = _llm_reflection(bank, ctx, disposition, _answer(ctx, disposition))
+            try:
+                answered = _answer(ctx, disposition)
+            except ReflectionError as error:
+                if error.kind not in FALLBACK_KINDS:
+                    raise
+                # The model went away (or is not pulled, or too slow) since the
+                # check: answer extractively, as when it was never there, and say why.
+                reflection = _offline_reflection(_fallen_back(ctx, error), disposition)
+            else:
+                reflection = _llm_reflection(bank, ctx, disposition, answered)
     finally:
         if owned and ctx.lm is not None:
             ctx.lm.close()
@@ -276,7 +303,11 @@ def compare(
                     except ReflectionError as error:
                         outcomes.append(error)
             reflections = [
-                _failed(ctx, d, out)
+                (
+                    _offline_reflection(_fallen_back(ctx, out), d)
+                    if out.kind in FALLBACK_KINDS
+                    else _failed(ctx, d, out)
+                )
                 if isinstance(out, ReflectionError)
                 else _llm_reflection(bank, ctx, d, out)
                 for d, out in zip(dispositions, outcomes, strict=True)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from core.reflect.prompt import UNKNOWN_DATE, date_of
+from core.reflect.prompt import UNKNOWN_DATE, bank_time, date_of
 from core.reflect.values import (
     Evidence,
     FormedOpinion,
@@ -22,10 +22,17 @@ from core.reflect.values import (
     Reflection,
     ReflectionError,
 )
-from core.retain.opinions import FORMED, OpinionEvent, Relation, apply_evidence, write_events
+from core.retain.opinions import (
+    FORMED,
+    OpinionEvent,
+    Relation,
+    apply_evidence,
+    latest_events,
+    write_events,
+)
 from core.store.bank_store import utcnow
 from core.store.units import get_units, insert_units
-from core.types import Change, Disposition, ExtractionMode, Kind, Network, NewUnit, new_id
+from core.types import Change, Disposition, ExtractionMode, Kind, Network, NewUnit, Unit, new_id
 
 if TYPE_CHECKING:
     import duckdb
@@ -65,6 +72,7 @@ def commit(
             )
         sources = get_units(con, list(supporting)) if supporting else {}
         current = _current_opinions(con, [op.opinion_id for op in ops])
+        last_step = latest_events(con, [op.opinion_id for op in ops])
         confidence: dict[str, float] = {}
         new_units: list[NewUnit] = []
         updates: dict[str, float] = {}
@@ -73,6 +81,7 @@ def commit(
         for op in ops:
             evidence_id = op.supporting_ids[0] if op.supporting_ids else None
             target = op.opinion_id
+            at = _bank_time(op, sources, reflection, last_step.get(target), now)
             if op.action is OpinionAction.UPDATED and (target in confidence or target in current):
                 before = confidence.get(target, current.get(target))
                 relation = Relation(op.relation or Relation.NEUTRAL)
@@ -86,7 +95,7 @@ def commit(
                         OpinionEvent(
                             event_id,
                             target,
-                            now,
+                            at,
                             relation.value,
                             before,
                             after,
@@ -132,7 +141,7 @@ def commit(
                     text=op.text,
                     network=Network.OPINION,
                     confidence=op.confidence,
-                    mentioned_at=now,
+                    mentioned_at=at,
                     source_ids=source_ids,
                     entity_ids=op.entity_ids,
                     extraction_mode=ExtractionMode.LLM
@@ -147,7 +156,7 @@ def commit(
                 OpinionEvent(
                     event_id,
                     target,
-                    now,
+                    at,
                     FORMED,
                     None,
                     op.confidence,
@@ -189,6 +198,23 @@ def commit(
         },
     )
     return change, kept
+
+
+def _bank_time(
+    op: FormedOpinion,
+    sources: dict[str, Unit],
+    reflection: Reflection,
+    last_step: datetime | None,
+    now: datetime,
+) -> datetime:
+    """When an opinion step happened on the bank's own time line: the newest of
+    its evidence, else the reflection's time (its reference time or newest
+    evidence), else — nothing dated at all — the wall clock. Never before the
+    opinion's previous step, so a trajectory does not run backwards."""
+    times = [bank_time(sources[i]) for i in op.supporting_ids if i in sources]
+    dated = [t for t in times if t is not None]
+    at = max(dated) if dated else reflection.as_of or now
+    return max(at, last_step) if last_step is not None else at
 
 
 def _current_opinions(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, float]:

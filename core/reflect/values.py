@@ -127,6 +127,11 @@ class Reflection:
     error: str | None = None
     notes: tuple[str, ...] = ()  # e.g. why the offline path was taken
     left_out: tuple[LeftOut, ...] = ()
+    # The bank's own time of this reflection: the reference time it was asked
+    # at, else the latest time of its evidence. Opinions it forms or moves are
+    # stamped with it (or with their own evidence's time), never the wall clock,
+    # so the opinion timeline stays on the conversation's time line.
+    as_of: datetime | None = field(default=None, compare=False)
     recall: RecallResult | None = field(default=None, compare=False, repr=False)
     # The embedding of each planned new opinion's text (by opinion id), so a
     # commit does not embed again what planning already did.

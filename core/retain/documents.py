@@ -214,6 +214,28 @@ def provenance(con: duckdb.DuckDBPyConnection, unit_id: str) -> list[Turn]:
     return [found[s] for s in sources if s in found]
 
 
+def stored_document(con: duckdb.DuckDBPyConnection, document_id: str) -> Document:
+    """A stored document as an importer would give it (same id and content hash),
+    so ingesting it again with `force` replaces it."""
+    row = con.execute(
+        "SELECT id, title, source_path, content_hash, format FROM documents WHERE id = ?",
+        [document_id],
+    ).fetchone()
+    if row is None:
+        raise EngramError(f"no document {document_id!r} in this bank")
+    turns = tuple(document_turns(con, document_id))
+    speakers = tuple(dict.fromkeys(t.speaker for t in turns))
+    return Document(
+        id=row[0],
+        title=row[1],
+        turns=turns,
+        source_path=row[2] or "",
+        content_hash=row[3],
+        format=row[4] or "",
+        speakers=speakers,
+    )
+
+
 def failures_of(con: duckdb.DuckDBPyConnection, document_id: str) -> list[ChunkFailure]:
     rows = con.execute(
         "SELECT f.document_id, d.title, f.turn_ids, f.reason FROM ingest_failures f"
@@ -236,6 +258,7 @@ __all__ = [
     "new_document_id",
     "provenance",
     "remove_document",
+    "stored_document",
     "stored_with_hash",
     "units_of",
     "write_failures",

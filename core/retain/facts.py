@@ -121,7 +121,9 @@ def verbatim_facts(document: Document, agent_name: str, known: list[str]) -> lis
     agent = agent_name.casefold()
     facts = []
     for turn in turns:
-        mentions = [EntityMention(turn.speaker, "person")]
+        speaker = turn.speaker.strip()
+        # A turn without a speaker (an agent's note retained over HTTP) is its text alone.
+        mentions = [EntityMention(speaker, "person")] if speaker else []
         for found in spotter.mentions(Exchange((turn,), turn.session), agent_name, known).values():
             mentions += found
         unique: dict[str, EntityMention] = {}
@@ -132,7 +134,7 @@ def verbatim_facts(document: Document, agent_name: str, known: list[str]) -> lis
         )
         facts.append(
             ExtractedFact(
-                text=f"{turn.speaker}: {turn.text.strip()}",
+                text=f"{speaker}: {turn.text.strip()}" if speaker else turn.text.strip(),
                 network=network,
                 occurred_start=turn.timestamp,
                 occurred_end=None,

@@ -39,6 +39,8 @@ from core.retain.extract import (
     ExtractedFact,
     ExtractionError,
 )
+from core.retain.facts import MAX_UNIT_CHARS
+from core.text import clean_name, clean_text
 from core.timeparse import resolve
 from core.types import ExtractionMode, Network
 
@@ -59,6 +61,8 @@ MAX_FACTS = 5
 # Extraction wants the most likely reading, not variety: a hotter configured
 # model is asked through a copy clamped to this.
 MAX_TEMPERATURE = 0.2
+# A model's entity name longer than an entity name may be (curate.entities.MAX_NAME).
+MAX_ENTITY_NAME = 200
 # A causal relation the model gave without a strength.
 DEFAULT_STRENGTH = 0.5
 # An opinion the model gave without a confidence.
@@ -345,9 +349,12 @@ def _entities(raw: Any) -> list[EntityMention]:
             name, kind = item.get("name"), item.get("type")
         else:
             continue
-        if not isinstance(name, str) or not name.strip():
+        if not isinstance(name, str):
             continue
-        name = " ".join(name.split())
+        # A model's name may carry NUL, U+202E and the like: lists would lie about it.
+        name = clean_name(name)[:MAX_ENTITY_NAME]
+        if not name:
+            continue
         kind = kind.strip().casefold() if isinstance(kind, str) else "other"
         if name.casefold() not in seen:
             seen.add(name.casefold())
@@ -400,15 +407,21 @@ def validate_facts(value: Any, exchange: Exchange, model: str = "") -> list[Extr
         network = item.get("network")
         if not isinstance(text, str) or not text.strip():
             continue
+        text = " ".join(clean_text(text).split())
+        if len(text) > MAX_UNIT_CHARS:
+            # A fact is a sentence or two; this is a runaway answer, not memory.
+            log.warning("dropped a %s-character fact from the model's answer", f"{len(text):,}")
+            continue
         network = _NETWORKS.get(network.strip().casefold()) if isinstance(network, str) else None
         if network is None:
             continue
-        kept.append((position, item, network, " ".join(text.split())))
+        kept.append((position, item, network, text))
         if len(kept) == MAX_FACTS:
             break
     if not kept:
         raise ValueError(
-            "no usable fact (each needs a text and a network: world, experience or opinion)"
+            "no usable fact (each needs a text of at most"
+            f" {MAX_UNIT_CHARS:,} characters and a network: world, experience or opinion)"
         )
 
     new_index = {position: i for i, (position, *_rest) in enumerate(kept)}

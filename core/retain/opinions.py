@@ -532,3 +532,17 @@ def events_of(con: duckdb.DuckDBPyConnection, opinion_id: str) -> list[OpinionEv
         [opinion_id],
     ).fetchall()
     return [OpinionEvent(*r) for r in rows]
+
+
+def latest_events(
+    con: duckdb.DuckDBPyConnection, opinion_ids: Sequence[str]
+) -> dict[str, datetime]:
+    """The time of each opinion's latest event (bank time), for those that have one."""
+    if not opinion_ids:
+        return {}
+    rows = con.execute(
+        "SELECT opinion_id, max(happened_at) FROM opinion_events"
+        " WHERE opinion_id IN (SELECT unnest(?)) GROUP BY opinion_id",
+        [list(opinion_ids)],
+    ).fetchall()
+    return {opinion_id: at for opinion_id, at in rows}

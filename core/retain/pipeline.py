@@ -145,9 +145,12 @@ class _Run:
         self.config = profile.config
         self.agent = profile.agent_name.strip()
         self._own_lm = False
+        self.notes: list[str] = []
         self.mode, self.lm = self._choose_mode(mode, llm)
         self.extractor = self._extractor()
-        self.report = IngestReport(mode=str(self.mode), model=self.lm.name if self.lm else "")
+        self.report = IngestReport(
+            mode=str(self.mode), model=self.lm.name if self.lm else "", notes=self.notes
+        )
         self.done = 0
         self.total = 0
         # Consecutive chunks lost to a dead or silent server; at DOWN_AFTER the
@@ -178,20 +181,24 @@ class _Run:
                     "llm mode needs a language model: choose an Ollama model in Settings "
                     "(or run with --mode rules)"
                 )
-            if not lm.available():
+            status = lm.probe()
+            if not status.ready:
                 from core.providers.llm import LanguageModelError
 
                 self._close_lm(lm)
                 raise LanguageModelError(
-                    f"llm mode: model '{lm.name}' is not available at {lm.host} — is "
-                    "`ollama serve` running and the model pulled? (or run with --mode rules)",
-                    "unreachable",
+                    f"llm mode: {status.reason} (or run with --mode rules)",
+                    "model" if status.state == "missing" else "unreachable",
                 )
             return ExtractionMode.LLM, lm
-        if lm is not None and lm.available():
+        if lm is None:
+            return ExtractionMode.RULES, None
+        status = lm.probe()
+        if status.ready:
             return ExtractionMode.LLM, lm
-        if lm is not None:
-            self._close_lm(lm)
+        self._close_lm(lm)
+        # Say why: "auto" silently meaning rules hides a dead server or a missing pull.
+        self.notes.append(f"auto mode fell back to offline rules: {status.reason}")
         return ExtractionMode.RULES, None
 
     def _extractor(self):

@@ -740,6 +740,8 @@ def _plan(turns: Sequence[Turn], names: frozenset[str]) -> list[_Group]:
 def _in_own_voice(text: str, speaker: str, addressee: str | None, prefix: bool = True) -> str:
     """A statement in the third person when that is safe ("I went" -> "Ann went"),
     else in its own words, attributed ("Ann said: we loved it")."""
+    if not speaker.strip():
+        return text  # a note without a speaker (retained over HTTP) stays as written
     if rewrite_is_safe(text) and _FIRST_PERSON.search(text):
         body = rewrite_pronouns(text, speaker, addressee)
         if re.search(rf"\b{re.escape(speaker)}\b", body):
@@ -889,6 +891,8 @@ class _Context:
         if piece.caption:
             ((turn, caption),) = piece.segments
             inner = caption.strip("[] ").removeprefix("image:").strip()
+            if not turn.speaker.strip():
+                return caption
             if inner.lower().startswith(("a ", "an ")):
                 return f"{turn.speaker} shared {inner}"
             return f"{turn.speaker} shared an image: {inner}"

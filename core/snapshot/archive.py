@@ -15,13 +15,17 @@ import json
 import re
 import shutil
 import stat
+import struct
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from core.progress import CancelToken, Progress, check, report
+from core.store.failures import is_storage_failure, storage_error
+from core.store.schema import SCHEMA_VERSION
 from core.types import EngramError
 
 FORMAT = "engram-snapshot"
@@ -51,6 +55,28 @@ _MEMBER = re.compile(r"^[a-z][a-z0-9_]{0,62}\.parquet$")
 
 class SnapshotError(EngramError):
     """A snapshot that cannot be imported or read, and why."""
+
+
+# What a damaged zip raises while it is read: a bad CRC (BadZipFile), a corrupt
+# deflate stream (zlib.error), a compression method this Python lacks
+# (NotImplementedError), a cut-off file (EOFError), and the rest.
+ARCHIVE_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    NotImplementedError,
+    EOFError,
+    OSError,
+    ValueError,
+    RuntimeError,
+    struct.error,
+)
+
+
+def damaged(what: str, error: BaseException) -> SnapshotError:
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if isinstance(error, NotImplementedError):
+        detail = f"it uses a compression method this Engram Studio cannot read: {detail}"
+    return SnapshotError(f"{what} is damaged or not a valid Engram snapshot ({detail})")
 
 
 @dataclass(frozen=True)
@@ -106,6 +132,8 @@ def parse_manifest(raw: bytes) -> Manifest:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
         raise SnapshotError(f"manifest.json is not valid JSON ({error})") from None
+    except RecursionError:
+        raise SnapshotError("manifest.json is nested too deeply to be a manifest") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SnapshotError("this file is not an Engram snapshot (manifest format is missing)")
     version = _need(data, "format_version", int, "")
@@ -140,12 +168,23 @@ def parse_manifest(raw: bytes) -> Manifest:
     dim = _need(embedding, "dim", int, "embedding ")
     if dim <= 0:
         raise SnapshotError("the manifest's embedding dimension is not positive")
+    exported_by = data.get("exported_by") or {}
+    if not isinstance(exported_by, dict):
+        raise SnapshotError("the manifest's 'exported_by' is malformed (not an object)")
+    schema_version = _need(bank, "schema_version", int, "bank ")
+    if schema_version > SCHEMA_VERSION:
+        raise SnapshotError(
+            f"this snapshot's bank has schema version {schema_version}; this Engram Studio"
+            f" reads up to {SCHEMA_VERSION}: upgrade Engram Studio to import it"
+        )
+    if schema_version < 1:
+        raise SnapshotError(f"the manifest's schema version {schema_version} is not valid")
     return Manifest(
         format_version=version,
         created_at=str(data.get("created_at", "")),
-        exported_by={str(k): str(v) for k, v in (data.get("exported_by") or {}).items()},
+        exported_by={str(k): str(v) for k, v in exported_by.items()},
         bank_name=_need(bank, "name", str, "bank "),
-        schema_version=_need(bank, "schema_version", int, "bank "),
+        schema_version=schema_version,
         embedding_model=_need(embedding, "model", str, "embedding "),
         embedding_dim=dim,
         counts={str(k): int(v) for k, v in counts.items()},
@@ -194,10 +233,13 @@ class SnapshotReader:
             raise SnapshotError(f"no snapshot file at {self.path}")
         try:
             self._zip = zipfile.ZipFile(self.path)
-        except (zipfile.BadZipFile, OSError) as error:
+        except ARCHIVE_ERRORS as error:
             raise SnapshotError(f"{self.path.name} is not an Engram snapshot ({error})") from None
         try:
             self.manifest = self._check(known_tables)
+        except ARCHIVE_ERRORS as error:
+            self._zip.close()
+            raise damaged(self.path.name, error) from None
         except BaseException:
             self._zip.close()
             raise
@@ -286,8 +328,12 @@ class SnapshotReader:
                         digest.update(chunk)
                         sink.write(chunk)
                         check(cancel)
-            except (zipfile.BadZipFile, OSError, EOFError) as error:
-                raise SnapshotError(f"{member.name} cannot be read ({error})") from None
+            except ARCHIVE_ERRORS as error:
+                if isinstance(error, OSError) and is_storage_failure(error):
+                    raise storage_error(
+                        error, "the snapshot could not be unpacked; no bank was changed"
+                    ) from error
+                raise damaged(member.name, error) from None
             if digest.hexdigest() != member.sha256:
                 raise SnapshotError(
                     f"checksum mismatch for {member.name}: the snapshot is damaged or was altered"
@@ -307,11 +353,39 @@ class SnapshotReader:
         self.close()
 
 
+# What a bank holds beyond its tables' data: DuckDB's own overhead, the LanceDB
+# copy of every vector, the Tantivy index; measured on LoCoMo banks about 1.5x
+# the Parquet data uncompressed, rounded up.
+BANK_OVERHEAD = 2
+SPARE_BYTES = 32 << 20
+
+
+def needed_bytes(reader: SnapshotReader) -> int:
+    """Disk an import takes at its peak: the members unpacked, plus the bank built
+    from them, estimated from the tables' uncompressed sizes (each Parquet
+    file's own footer, read inside the zip), plus the vectors' second copy in
+    LanceDB. A compressed archive can be a fraction of that: 3x its size passed at
+    6 MB free and then died."""
+    import pyarrow.parquet as pq
+
+    manifest = reader.manifest
+    data = 0
+    for member in manifest.members.values():
+        try:
+            with reader._zip.open(member.name) as handle:
+                meta = pq.ParquetFile(handle).metadata
+                data += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        except Exception:  # noqa: BLE001 - unreadable here: refused later, by name
+            data += member.bytes
+    vectors = manifest.counts.get("units", 0) * manifest.embedding_dim * 4
+    return reader.total_bytes + BANK_OVERHEAD * data + 2 * vectors + SPARE_BYTES
+
+
 def disk_space_ok(folder: Path, needed: int) -> None:
     free = shutil.disk_usage(folder).free
-    # The bank takes about what the tables do, plus the indexes and a copy during import.
-    if free < needed * 3:
+    if free < needed:
         raise SnapshotError(
-            f"not enough free disk space in {folder}: need about {needed * 3:,} bytes,"
-            f" {free:,} free"
+            f"not enough free disk space in {folder}: this import needs about"
+            f" {needed / 1_048_576:,.0f} MB, {free / 1_048_576:,.0f} MB are free; nothing was"
+            " changed"
         )

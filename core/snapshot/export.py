@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,17 +26,27 @@ import pyarrow.parquet as pq
 from core.progress import CancelToken, Progress, check, report
 from core.snapshot.archive import FORMAT_VERSION, MANIFEST, Manifest, Member
 from core.store.bank_store import utcnow
+from core.store.failures import is_storage_failure, storage_error
 from core.store.schema import SCHEMA_VERSION
+from core.types import EngramError
 
 if TYPE_CHECKING:
     from core.bank import Bank
 
+log = logging.getLogger(__name__)
 BATCH_ROWS = 2048
-MEMORY_LIMIT = "64MB"
+MEMORY_LIMIT_BYTES = 64 << 20
+VECTOR_ROWS = 2048  # DuckDB's vector size
+# A batch is sized by bytes, not rows: 2,048 turns of 45,000 characters are
+# 90 MB, more than MEMORY_LIMIT (DuckDB's OutOfMemoryException).
+BATCH_BYTES = 4 << 20
 # Work queues and history stay with the bank they belong to; the rest is memory.
 NOT_EXPORTED = frozenset({"jobs", "index_queue", "audit"})
 # Meta keys that describe this copy of the bank, not its memory.
-LOCAL_META = ("schema_version", "embedding", "purge_pending")
+LOCAL_META = ("schema_version", "embedding", "purge_pending", "exports")
+# Where this bank has been exported to (a purge cannot reach those files).
+EXPORTS_KEY = "exports"
+MAX_EXPORTS_KEPT = 1000
 
 
 def exporting_version() -> str:
@@ -71,22 +83,40 @@ def export_snapshot(
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
 ) -> Manifest:
-    """Write the bank to `path` (a `.engram` zip); returns its manifest."""
-    target = Path(path)
+    """Write the bank to `path` (a `.engram` zip); returns its manifest. A disk that
+    refuses the writes ends in a StorageError: no file is left under `path`."""
+    try:
+        return _export(bank, Path(path), progress, cancel)
+    except EngramError:
+        raise
+    except Exception as error:
+        if not is_storage_failure(error):
+            raise
+        raise storage_error(
+            error, f"no snapshot was written to {path}; the bank is unchanged"
+        ) from error
+
+
+def _export(
+    bank: Bank, target: Path, progress: Progress | None, cancel: CancelToken | None
+) -> Manifest:
+    """See export_snapshot."""
     target.parent.mkdir(parents=True, exist_ok=True)
     con = bank.store.reader()
     with tempfile.TemporaryDirectory(prefix=".engram-export-", dir=target.parent) as tmp:
         folder = Path(tmp)
         members: dict[str, Member] = {}
         counts: dict[str, int] = {}
-        previous_limit = _limit_memory(con)
         con.execute("BEGIN TRANSACTION")
+        previous_limit = None
         try:
             tables = exported_tables(con)
+            largest = {t: largest_row(con, t) for t in tables}
+            previous_limit = _limit_memory(con, max(largest.values(), default=0))
             for n, table in enumerate(tables):
                 check(cancel)
                 file = folder / f"{table}.parquet"
-                rows = _write_table(con, table, file, cancel)
+                rows = _write_table(con, table, file, largest[table], cancel)
                 members[file.name] = Member(
                     table=table,
                     name=file.name,
@@ -123,25 +153,102 @@ def export_snapshot(
                 archive.write(folder / member.name, member.name)
         os.replace(partial, target)
         report(progress, len(members) + 1, len(members) + 1, f"wrote {target.name}")
+    _record_export(bank, target, manifest)
     return manifest
 
 
-def _limit_memory(con) -> str | None:
-    """Cap DuckDB's block cache while the tables stream out (it would otherwise keep
-    every block it read, the whole bank); returns the limit to restore."""
+@dataclass(frozen=True)
+class ExportRecord:
+    """One export of this bank: where the file went and when."""
+
+    path: str
+    exported_at: str
+    units: int
+
+    @property
+    def exists(self) -> bool:
+        return Path(self.path).is_file()
+
+
+def _record_export(bank: Bank, target: Path, manifest: Manifest) -> None:
+    """Remember the export in the bank, so a purge can say which files still hold
+    what it removes (they are outside the bank, beyond its reach)."""
+    entry = {
+        "path": str(target.resolve()),
+        "exported_at": manifest.created_at,
+        "units": manifest.counts.get("units", 0),
+    }
+    try:
+        with bank.store.transaction() as tx:
+            kept = [e for e in bank.store.meta(EXPORTS_KEY, []) if e.get("path") != entry["path"]]
+            bank.store.set_meta(tx.con, EXPORTS_KEY, [*kept, entry][-MAX_EXPORTS_KEPT:])
+    except EngramError as error:
+        # The snapshot is complete; only the note of where it went is missing.
+        log.warning("exported to %s, but the bank could not note it: %s", target, error)
+
+
+def known_exports(bank: Bank) -> list[ExportRecord]:
+    """Every export this bank recorded, oldest first (the file may be gone since)."""
+    out = []
+    for entry in bank.store.meta(EXPORTS_KEY, []):
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            out.append(
+                ExportRecord(
+                    entry["path"], str(entry.get("exported_at", "")), int(entry.get("units") or 0)
+                )
+            )
+    return out
+
+
+def memory_for_rows(largest_row: int) -> str:
+    """A DuckDB memory limit that caps its block cache (it would otherwise keep every
+    block it read, the whole bank) yet fits one vector of the largest rows: DuckDB
+    scans 2,048 rows at a time whatever their size."""
+    return memory_for_bytes(VECTOR_ROWS * max(largest_row, 0))
+
+
+def memory_for_bytes(vector_bytes: int) -> str:
+    """A DuckDB memory limit for scans whose largest vector holds `vector_bytes`."""
+    needed = 3 * max(vector_bytes, 0) + (32 << 20)
+    return f"{max(MEMORY_LIMIT_BYTES, needed) >> 20}MB"
+
+
+def _limit_memory(con, largest_row: int) -> str | None:
+    """Cap DuckDB's memory while the tables stream out; returns the limit to restore."""
     try:
         previous = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        con.execute(f"SET memory_limit = '{memory_for_rows(largest_row)}'")
         return previous
     except duckdb.Error:
         return None
 
 
-def _write_table(con, table: str, file: Path, cancel: CancelToken | None) -> int:
+def largest_row(con, table: str) -> int:
+    """About how many bytes the table's largest row holds."""
+    sizes = []
+    for column, kind in con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name ="
+        " current_database() AND schema_name = 'main' AND table_name = ?",
+        [table],
+    ).fetchall():
+        if kind in ("VARCHAR", "JSON"):
+            sizes.append(f"coalesce(strlen({column}::VARCHAR), 0)")
+        elif kind.endswith("[]"):
+            # A list's elements, 8 bytes at most each, plus each string's bytes.
+            text = "strlen(array_to_string({c}, ''))" if kind == "VARCHAR[]" else "0"
+            sizes.append(f"coalesce(8 * len({column}) + {text.format(c=column)}, 0)")
+        else:
+            sizes.append("8")
+    largest = con.execute(f"SELECT max({' + '.join(sizes) or '8'}) FROM {table}").fetchall()
+    return int(largest[0][0] or 0)
+
+
+def _write_table(con, table: str, file: Path, largest: int, cancel: CancelToken | None) -> int:
     where = ""
     if table == "meta":
         where = " WHERE key NOT IN (" + ", ".join(f"'{k}'" for k in LOCAL_META) + ")"
-    reader = con.sql(f"SELECT * FROM {table}{where}").to_arrow_reader(BATCH_ROWS)
+    rows_per_batch = max(1, min(BATCH_ROWS, BATCH_BYTES // max(largest, 1)))
+    reader = con.sql(f"SELECT * FROM {table}{where}").to_arrow_reader(rows_per_batch)
     rows = 0
     try:
         with pq.ParquetWriter(file, reader.schema, compression="zstd") as writer:

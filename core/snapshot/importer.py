@@ -18,8 +18,8 @@ replacement never got its label (or deletes it if the replacement did).
 
 from __future__ import annotations
 
-import fcntl
 import functools
+import logging
 import os
 import shutil
 import signal
@@ -30,14 +30,23 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from filelock import Timeout
 
 from core.progress import CancelToken, Progress, check, report
-from core.snapshot.archive import Manifest, SnapshotError, SnapshotReader, disk_space_ok
-from core.snapshot.export import LOCAL_META, NOT_EXPORTED
+from core.snapshot.archive import (
+    Manifest,
+    SnapshotError,
+    SnapshotReader,
+    disk_space_ok,
+    needed_bytes,
+)
+from core.snapshot.export import LOCAL_META, NOT_EXPORTED, memory_for_bytes
+from core.snapshot.validate import validate_tables
 from core.store.bank_store import BankStore, utcnow
+from core.store.failures import is_storage_failure, storage_error
 from core.store.filters import sql_string
-from core.store.lock import LOCK_NAME, BankLock
-from core.types import BankExistsError, new_id
+from core.store.lock import BankLock, exclusive_lock, is_free
+from core.types import BankExistsError, EngramError, new_id
 
 if TYPE_CHECKING:
     from core.bank import Bank
@@ -48,7 +57,14 @@ REPLACED_PREFIX = ".replaced-"
 IMPORT_LOCK = "import.lock"
 STAGING = ".snapshot"
 BATCH_ROWS = 8192
-MEMORY_LIMIT = "64MB"
+IMPORT_NOT_DONE = "the import stopped; no bank was created or replaced"
+# Tables with more data than this load a batch (about BATCH_BYTES) per commit,
+# with a checkpoint every CHECKPOINT_BYTES: one INSERT of 90 MB of turns failed
+# its commit under the import's memory limit.
+BULK_BYTES = 16 << 20
+BATCH_BYTES = 4 << 20
+CHECKPOINT_BYTES = 32 << 20
+log = logging.getLogger(__name__)
 # Test hook: a crash test names a point here and the import SIGKILLs itself there.
 FAULT_ENV = "ENGRAM_IMPORT_FAULT"
 
@@ -81,27 +97,22 @@ def schema_columns() -> dict[str, dict[str, bool]]:
 
 
 class _FileLock:
-    """An exclusive flock held while an import folder is being built."""
+    """An exclusive lock held while an import folder is being built."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._lock = exclusive_lock(path)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._fd)
-            self._fd = None
-            raise
+            self._lock.acquire()
+        except Timeout:
+            raise BlockingIOError(f"{path} is held by another process") from None
 
     def release(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+        self._lock.release()
 
 
 def _free(path: Path) -> bool:
-    """True if nobody holds an flock on `path` (a missing file is free)."""
+    """True if nobody holds the lock on `path` (a missing file is free)."""
     try:
         lock = _FileLock(path)
     except BlockingIOError:
@@ -129,7 +140,7 @@ def cleanup_stale_imports(banks_dir: Path) -> list[Path]:
             shutil.rmtree(folder, ignore_errors=True)
             touched.append(folder)
     for folder in sorted(banks_dir.glob(REPLACED_PREFIX + "*")):
-        if not folder.is_dir() or not _free(folder / LOCK_NAME):
+        if not folder.is_dir() or not is_free(folder):
             continue
         slug = folder.name[len(REPLACED_PREFIX) :].split("-", 1)[-1]
         home = banks_dir / slug
@@ -157,6 +168,24 @@ def import_snapshot(
     an existing name is refused. A snapshot embedded with another model is
     re-embedded with this engine's. Any problem raises `SnapshotError` (an
     `EngramError`) and leaves every bank as it was."""
+    try:
+        return _import(engine, path, name, replace, progress, cancel)
+    except EngramError:
+        raise
+    except Exception as error:
+        if not is_storage_failure(error):
+            raise
+        raise storage_error(error, IMPORT_NOT_DONE) from error
+
+
+def _import(
+    engine: Engine,
+    path: str | Path,
+    name: str | None,
+    replace: bool,
+    progress: Progress | None,
+    cancel: CancelToken | None,
+) -> Bank:
     from core.engine import validate_bank_name
 
     columns = schema_columns()
@@ -174,7 +203,7 @@ def import_snapshot(
             probe = BankLock(existing, name)
             probe.acquire()
             probe.release()
-        disk_space_ok(engine.banks_dir, snapshot.total_bytes)
+        disk_space_ok(engine.banks_dir, needed_bytes(snapshot))
         token = new_id()
         temp = engine.banks_dir / f"{IMPORT_PREFIX}{token}"
         temp.mkdir()
@@ -210,8 +239,9 @@ def _build(
     try:
         con = store.reader()
         # Nothing else uses this database yet: keep DuckDB's cache small so a big
-        # snapshot streams through instead of piling up in memory.
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        # snapshot streams through instead of piling up in memory, but large
+        # enough for one scan vector of its largest rows.
+        con.execute(f"SET memory_limit = '{memory_for_bytes(_largest_row_group(files))}'")
         for table in sorted(files, key=lambda t: (t != "meta", t)):
             _load_table(engine, con, table, files[table], manifest, reembed, progress, cancel)
         if not reembed:
@@ -223,10 +253,27 @@ def _build(
                     f"{wrong} unit vector(s) do not have the manifest's"
                     f" {manifest.embedding_dim} dimensions"
                 )
+        for warning in validate_tables(con, None if reembed else manifest.embedding_dim):
+            log.warning("importing %s: %s", name, warning)
         _index(store, progress, cancel)
         _check_consistent(store)
-    finally:
-        store.close()
+    except BaseException:
+        store.abandon()  # a failed build must not hide its reason behind a close error
+        raise
+    store.close()
+
+
+def _largest_row_group(files: dict[str, Path]) -> int:
+    """Bytes of the largest Parquet row group (uncompressed) among `files`."""
+    largest = 0
+    for file in files.values():
+        try:
+            meta = pq.ParquetFile(file).metadata
+        except Exception:  # noqa: BLE001 - refused by name when the table is loaded
+            continue
+        for i in range(meta.num_row_groups):
+            largest = max(largest, meta.row_group(i).total_byte_size)
+    return largest
 
 
 def _load_table(
@@ -261,7 +308,7 @@ def _load_table(
         raise SnapshotError("units.parquet has no text to re-embed")
     loaded = 0
     try:
-        if table == "meta" or (table == "units" and reembed):
+        if table == "meta" or (table == "units" and reembed) or _bulky(parquet):
             loaded = _load_batches(engine, con, table, parquet, reembed, expected, progress, cancel)
         else:
             # DuckDB reads the file itself: streamed, written straight to its blocks.
@@ -276,6 +323,8 @@ def _load_table(
     except SnapshotError:
         raise
     except (duckdb.Error, pa.ArrowException, OSError, ValueError, TypeError) as error:
+        if is_storage_failure(error) and not isinstance(error, duckdb.OutOfMemoryException):
+            raise storage_error(error, IMPORT_NOT_DONE) from error
         raise SnapshotError(f"{file.name} cannot be loaded ({error})") from None
     if loaded != expected:
         raise SnapshotError(
@@ -299,9 +348,9 @@ def _load_batches(
 ) -> int:
     """Rows through Python, a batch at a time: meta (local keys dropped) and units
     that must be re-embedded."""
-    loaded = 0
+    loaded = since_checkpoint = 0
     verb = "INSERT OR REPLACE" if table == "meta" else "INSERT"
-    for batch in parquet.iter_batches(BATCH_ROWS):
+    for batch in parquet.iter_batches(_rows_per_batch(parquet)):
         check(cancel)
         data = pa.Table.from_batches([batch])
         if table == "meta":
@@ -315,11 +364,32 @@ def _load_batches(
         finally:
             con.unregister("_snapshot_batch")
         loaded += batch.num_rows
-        if table == "units":
-            if loaded % (BATCH_ROWS * 8) == 0:
-                con.execute("CHECKPOINT")  # inserted rows leave memory for the file
-            report(progress, loaded, expected, "re-embedding units")
+        since_checkpoint += batch.nbytes
+        if since_checkpoint > CHECKPOINT_BYTES:
+            con.execute("CHECKPOINT")  # inserted rows leave memory for the file
+            since_checkpoint = 0
+        report(progress, loaded, expected, "re-embedding units" if reembed else f"loading {table}")
     return loaded
+
+
+def _bulky(parquet: pq.ParquetFile) -> bool:
+    """Too much data for one INSERT under the memory limit (a commit holds it all)."""
+    meta = parquet.metadata
+    return sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) > BULK_BYTES
+
+
+def _rows_per_batch(parquet: pq.ParquetFile) -> int:
+    """Rows per batch so a batch holds about BATCH_BYTES (by the row groups' average)."""
+    meta = parquet.metadata
+    widest = (
+        max(
+            (meta.row_group(i).total_byte_size / max(meta.row_group(i).num_rows, 1))
+            for i in range(meta.num_row_groups)
+        )
+        if meta.num_row_groups
+        else 1
+    )
+    return max(1, min(BATCH_ROWS, int(BATCH_BYTES // max(widest, 1))))
 
 
 def _check_consistent(store: BankStore) -> None:
@@ -371,16 +441,29 @@ def _index(store: BankStore, progress: Progress | None, cancel: CancelToken | No
 
 def _commit(engine: Engine, temp: Path, token: str, name: str, existing: Path | None) -> Path:
     """Move the complete bank into place; the label written last is the commit."""
-    from core.engine import _slug, _write_label
+    with engine.reserving_names():
+        # Checked again under the names lock: another process may have taken the
+        # name (or replaced the bank) while this import was being built.
+        now = next((b.folder for b in engine.banks() if b.name == name), None)
+        if now != existing:
+            raise BankExistsError(
+                f"a bank named {name!r} was created while this import ran: import with"
+                " another name, or replace it"
+                if existing is None
+                else f"bank {name!r} was renamed or deleted while this import ran; nothing"
+                " was replaced"
+            )
+        return _move_into_place(engine, temp, token, name, existing)
+
+
+def _move_into_place(
+    engine: Engine, temp: Path, token: str, name: str, existing: Path | None
+) -> Path:
+    from core.engine import _write_label
 
     label = {"name": name, "created_at": utcnow().isoformat()}
     if existing is None:
-        slug = _slug(name)
-        folder = engine.banks_dir / slug
-        n = 2
-        while folder.exists():
-            folder = engine.banks_dir / f"{slug}-{n}"
-            n += 1
+        folder = engine.free_folder(name)
         os.rename(temp, folder)
         _fault("moved")
         try:

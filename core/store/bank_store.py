@@ -16,7 +16,9 @@ still queued, and opening the bank drains the queue.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import duckdb
 
+from core.store.failures import NEXT_OPEN, is_storage_failure, storage_error
 from core.store.lexical import LexicalIndex
 from core.store.lock import BankLock
 from core.store.schema import migrate
@@ -36,6 +39,40 @@ DB_NAME = "bank.duckdb"
 VECTORS_DIR = "vectors"
 BM25_DIR = "bm25"
 INDEX_CHUNK = 5000
+# What a rebuild killed midway leaves: half-built indexes and database copies
+# (`*.rebuild`) and live ones set aside (`*.old`). DuckDB is the source of
+# truth, so they are only ever garbage; a live index found missing is rebuilt
+# from DuckDB by the agreement check on open.
+ORPHANS = (
+    VECTORS_DIR + ".rebuild",
+    VECTORS_DIR + ".old",
+    BM25_DIR + ".rebuild",
+    BM25_DIR + ".old",
+    DB_NAME + ".rebuild",
+    DB_NAME + ".rebuild.wal",
+)
+
+
+def remove_orphans(folder: Path) -> list[str]:
+    """Delete what an interrupted rebuild left in a bank folder (the bank lock is
+    held); returns the names removed."""
+    removed = []
+    for name in ORPHANS:
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        else:
+            continue
+        removed.append(name)
+    return removed
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back if a transaction is still open; never mask the error being handled."""
+    with contextlib.suppress(duckdb.Error):
+        con.execute("ROLLBACK")
 
 
 def utcnow() -> datetime:
@@ -64,20 +101,24 @@ class BankStore:
         self.name = name
         self._lock = BankLock(folder, name)
         self._lock.acquire()
+        self._write_lock = threading.RLock()
+        # Counts committed write transactions: caches derived from the tables
+        # (recall's in-memory link graph) check it before they trust themselves.
+        self.generation = 0
+        # Everything after the lock is inside the try: an open that fails (a full
+        # disk while the queue is replayed, say) must not keep the bank locked by
+        # this very process until it exits.
         try:
+            remove_orphans(folder)
             self._db = duckdb.connect(str(folder / DB_NAME))
             migrate(self._db)
             self.embedding_model, self.dim = self._check_embedding(embedding_model, dim)
             self.vectors = VectorIndex(folder / VECTORS_DIR, self.dim)
             self.lexical = LexicalIndex(folder / BM25_DIR)
+            self.recover()
         except BaseException:
-            self._close_handles()
+            self.abandon()
             raise
-        self._write_lock = threading.RLock()
-        # Counts committed write transactions: caches derived from the tables
-        # (recall's in-memory link graph) check it before they trust themselves.
-        self.generation = 0
-        self.recover()
 
     # -- connections ---------------------------------------------------------
 
@@ -94,15 +135,32 @@ class BankStore:
             tx = Tx(con)
             try:
                 yield tx
-                con.execute("COMMIT")
-                self.generation += 1
             except BaseException:
-                con.execute("ROLLBACK")
+                _rollback(con)
                 raise
-            finally:
-                touched = set(tx.touched)
-            if touched:
-                self.sync_indexes(touched)
+            try:
+                con.execute("COMMIT")
+            except BaseException as error:
+                # A failed COMMIT may end the transaction itself: a ROLLBACK then
+                # fails with "no transaction is active", which must not hide why.
+                _rollback(con)
+                if is_storage_failure(error):
+                    raise storage_error(
+                        error, "the change was not saved (DuckDB commits all or nothing)"
+                    ) from error
+                raise
+            self.generation += 1
+            if tx.touched:
+                try:
+                    self.sync_indexes(set(tx.touched))
+                except Exception as error:
+                    if not is_storage_failure(error):
+                        raise
+                    raise storage_error(
+                        error,
+                        "the change was saved, but the search indexes could not follow;"
+                        f" {NEXT_OPEN} (or run `engram repair BANK`)",
+                    ) from error
 
     # -- meta ----------------------------------------------------------------
 
@@ -304,20 +362,49 @@ class BankStore:
             finally:
                 self._db = duckdb.connect(str(path))
 
+    def advertise(self, url: str | None, token_file=None) -> None:
+        """Record in the lock file that this process serves the bank at `url` (None:
+        no longer), so other processes' commands reach it over HTTP."""
+        self._lock.advertise(url, token_file)
+
     def close(self) -> None:
         if not self._lock.held:
             return
         try:
             self.lexical.close()
             self._db.execute("CHECKPOINT")
+        except Exception as error:
+            if not is_storage_failure(error):
+                raise
+            # Every commit is already in the write-ahead log; the checkpoint only
+            # folds it into the main file, which the next open does.
+            raise storage_error(
+                error,
+                f"closing bank {self.name!r} could not tidy its files; nothing committed"
+                f" is lost: {NEXT_OPEN}",
+            ) from error
         finally:
             self._close_handles()
 
+    def abandon(self) -> None:
+        """Let go of every handle and the lock without writing anything (the
+        open failed, or the disk is full): what was committed stays committed,
+        and the next open replays whatever is still queued."""
+        lexical = getattr(self, "lexical", None)
+        if lexical is not None:
+            with contextlib.suppress(Exception):
+                lexical.close()
+        with contextlib.suppress(Exception):
+            self._close_handles()
+        self._lock.release()
+
     def _close_handles(self) -> None:
         db = getattr(self, "_db", None)
-        if db is not None:
-            db.close()
-        self._lock.release()
+        try:
+            if db is not None:
+                db.close()
+        finally:
+            self._lock.release()
 
     @property
     def closed(self) -> bool:

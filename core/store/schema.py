@@ -187,6 +187,11 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX reflections_created ON reflections(created_at)",
     ],
+    # 4: when each unit was last recalled (by an agent or the studio; with
+    # access_count, shown as "recalled N times · last recalled …")
+    [
+        "ALTER TABLE units ADD COLUMN last_accessed_at TIMESTAMP",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

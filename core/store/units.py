@@ -30,12 +30,13 @@ ORDER_COLUMNS = {
     "text": "lower(u.text)",
     "network": "u.network",
     "access_count": "u.access_count",
+    "last_accessed_at": "u.last_accessed_at",
 }
 
 UNIT_COLUMNS = (
     "u.id, u.text, u.network, u.occurred_start, u.occurred_end, u.mentioned_at, "
     "u.confidence, u.status, u.source_ids, u.extraction_mode, u.model, u.embedding_model, "
-    "u.created_at, u.updated_at, u.access_count"
+    "u.created_at, u.updated_at, u.access_count, u.last_accessed_at"
 )
 
 
@@ -75,8 +76,13 @@ class UnitFilter:
             clauses.append("u.occurred_start < ?")
             params.append(self.end)
         if self.start is not None:
-            clauses.append("coalesce(u.occurred_end, u.occurred_start) >= ?")
-            params.append(self.start)
+            # The occurrence's end is exclusive: one ending at `start` is before it.
+            # An instant (no end, or end = start) counts when it is at or after it.
+            clauses.append(
+                "CASE WHEN u.occurred_end > u.occurred_start THEN u.occurred_end > ?"
+                " ELSE u.occurred_start >= ? END"
+            )
+            params += [self.start, self.start]
         if self.text:
             clauses.append("u.text ILIKE ? ESCAPE '\\'")
             params.append(like_pattern(self.text))
@@ -183,6 +189,7 @@ def _row_to_unit(row: tuple, entity_ids: tuple[str, ...]) -> Unit:
         created_at=row[12],
         updated_at=row[13],
         access_count=row[14],
+        last_accessed_at=row[15],
     )
 
 
@@ -259,3 +266,32 @@ def delete_units(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> list[str
         )
         con.execute("DELETE FROM units WHERE id IN (SELECT unnest(?))", [existing])
     return existing
+
+
+def record_access(con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str], when: datetime) -> None:
+    """Count one recall of each unit, and when it was (wall clock: when it was used)."""
+    if unit_ids:
+        con.execute(
+            "UPDATE units SET access_count = access_count + 1, last_accessed_at = ?"
+            " WHERE id IN (SELECT unnest(?))",
+            [when, list(dict.fromkeys(unit_ids))],
+        )
+
+
+def occurrence_span(
+    con: duckdb.DuckDBPyConnection, network: Network | str | None = None
+) -> tuple[datetime | None, datetime | None]:
+    """The first and last moment the bank's active units occurred (the last day an
+    interval covers, its end being exclusive), optionally of one network."""
+    where = "WHERE status = 'active' AND occurred_start IS NOT NULL"
+    params: list = []
+    if network is not None:
+        where += " AND network = ?"
+        params.append(str(network))
+    row = con.execute(
+        "SELECT min(occurred_start), max(CASE WHEN occurred_end > occurred_start"
+        " THEN occurred_end - INTERVAL 1 MICROSECOND ELSE occurred_start END)"
+        f" FROM units {where}",
+        params,
+    ).fetchone()
+    return (row[0], row[1]) if row else (None, None)

@@ -43,6 +43,8 @@ def _studio_app(qapp: QApplication) -> Iterator[None]:
     qapp.setOrganizationName("Engram")
     qapp.setApplicationName("Engram Studio")
     QSettings().clear()
+    # The studio serves by default; a test that wants its server turns it on.
+    QSettings().setValue("serving/enabled", False)
     yield
     QSettings().clear()
 

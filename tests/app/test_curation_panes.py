@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QMimeData, Qt
-from PySide6.QtWidgets import QDialog
+from PySide6.QtWidgets import QDialog, QLabel
 
 import app.panes.entities as entities_module
 from app.panes.entities import MIME
@@ -92,7 +92,9 @@ def test_split_moves_chosen_mentions_to_a_new_entity(qtbot, window):
     wait_idle(qtbot, window.runner)
     new_id = next(iter(changed.args[0].added[Kind.ENTITY]))
     assert bank.entity(new_id).name == "Someone Else"
-    assert bank.units(entity=new_id, network=None, limit=None)[0].id == moved[0]
+    # (The new entity's observation is written at once too: only its facts are compared.)
+    facts = bank.units(entity=new_id, network=[Network.WORLD, Network.EXPERIENCE], limit=None)
+    assert [u.id for u in facts] == moved
 
 
 def test_retract_shows_its_impact_then_restore_and_undo(qtbot, window, monkeypatch):
@@ -104,7 +106,8 @@ def test_retract_shows_its_impact_then_restore_and_undo(qtbot, window, monkeypat
 
     class Accept(entities_module.RetractEntityDialog):
         def exec(self):
-            shown.append(self.findChildren(entities_module.QLabel)[0].text())
+            labels = self.findChildren(entities_module.QLabel)
+            shown.append(" ".join(label.text() for label in labels))
             return QDialog.DialogCode.Accepted
 
     monkeypatch.setattr(entities_module, "RetractEntityDialog", Accept)
@@ -176,6 +179,27 @@ def test_purge_needs_the_name_typed_and_removes_the_entity(qtbot, window):
     wait_idle(qtbot, window.runner)
     assert entity.id not in {e.id for e in bank.entities(include_retracted=True)}
     qtbot.waitUntil(lambda: entity.id not in {e.id for e in pane.model.entities})
+
+
+def test_the_purge_dialog_lists_redactions_and_known_exports(qtbot, window, tmp_path):
+    """Snapshots made before a purge resurrect everything: the dialog says so and
+    names the files this bank was exported to, beside every redaction in context."""
+    bank = window.state.bank
+    entity = max(bank.entities(), key=lambda e: len(bank.retract_preview(e.id).redactions))
+    preview = bank.retract_preview(entity.id)
+    bank.export_snapshot(tmp_path / "before-purge.engram")
+    dialog = PurgeEntityDialog(preview, exports=bank.exports())
+    qtbot.addWidget(dialog)
+    text = " ".join(label.text() for label in dialog.findChildren(QLabel))
+    assert "Exported snapshots are outside the bank" in text
+    assert "before-purge.engram" in text
+    if preview.redactions:
+        listed = dialog.redactions.toPlainText().splitlines()
+        assert listed == [str(r) for r in preview.redactions] and "«" in listed[0]
+    dialog.resize(1440, 900)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    assert dialog.grab().save(str(tmp_path / "purge_dialog.png"))
 
 
 def test_export_diff_and_import_snapshots(qtbot, window, tmp_path):

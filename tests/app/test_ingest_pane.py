@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 
 from core import Network
 from tests.app.conftest import DEMO, wait_idle
+from tests.fakes.ollama_server import Reply
 
 FILE = DEMO / "03-may-beacon-beta.json"
 
@@ -122,3 +123,58 @@ def test_preview_of_an_unreadable_file_shows_the_engines_reason(qtbot, window, t
     pane.add_files([bad])
     qtbot.waitUntil(lambda: pane.preview_label.text() == f"broken.json: {raised.value}")
     assert pane.preview.rowCount() == 0
+
+
+CONVERSATION = (
+    "## 2025-03-01 09:00\nAlice: I moved to Lisbon last week.\nBob: Lisbon is lovely in spring.\n"
+)
+
+
+def _llm_ingest(qtbot, window, tmp_path, mode="llm"):
+    path = tmp_path / "chat.txt"
+    path.write_text(CONVERSATION, "utf-8")
+    pane = window.show_pane("ingest")
+    pane.add_files([path])
+    pane.mode.setCurrentIndex(pane.mode.findData(mode))
+    pane.start()
+    qtbot.waitUntil(lambda: not pane.running, timeout=60_000)
+    wait_idle(qtbot, window.runner)
+    return pane
+
+
+def test_a_failed_llm_ingest_shows_as_failed_with_the_reason(qtbot, window, tmp_path, fake_ollama):
+    from dataclasses import replace
+
+    engine = window.state.engine
+    engine.set_settings(
+        replace(engine.settings, ollama_host=fake_ollama.url, ollama_model="llama3.2")
+    )
+    # Every reply is cut at the token limit: the chunk fails, nothing is half-kept.
+    fake_ollama.responder = lambda body: Reply.text(
+        '{"facts": [{"text": "Alice mo', done_reason="length"
+    )
+    pane = _llm_ingest(qtbot, window, tmp_path)
+    status = pane.files[0].status
+    assert status.startswith("failed") and "cut off" in status
+    assert pane.table.topLevelItem(0).text(1) == status
+    assert window.statusBar().currentMessage().startswith("Ingest finished with failures")
+    assert "cut off" in window.statusBar().currentMessage()
+    assert "FAILED chunk" in pane.summary.toPlainText()
+    assert window.state.bank.count(Network.WORLD) == 0
+
+
+def test_the_mode_is_rechecked_when_the_model_dies(qtbot, window, tmp_path, fake_ollama):
+    from dataclasses import replace
+
+    engine = window.state.engine
+    engine.set_settings(
+        replace(engine.settings, ollama_host=fake_ollama.url, ollama_model="llama3.2")
+    )
+    window.update_mode()
+    qtbot.waitUntil(lambda: window.mode_label.text() == "Mode: Ollama: llama3.2")
+    # The model answers the probe, then the server dies mid-ingest.
+    fake_ollama.script(Reply.dies(shutdown_server=True))
+    pane = _llm_ingest(qtbot, window, tmp_path)
+    assert pane.files[0].status.startswith("failed")
+    qtbot.waitUntil(lambda: "not reachable" in window.mode_label.text())
+    assert window.mode_label.text().startswith("Mode: offline rules")

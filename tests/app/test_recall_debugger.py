@@ -268,6 +268,8 @@ def test_recall_runs_in_the_runner_with_the_form_options(
         "level": "low",
         "now": datetime(2025, 6, 30, 12, 0),
         "reranker": "none",
+        # An inspection run: it does not count as the units being recalled.
+        "count_access": False,
     }
     assert pane.stack.currentWidget() is pane.body
     assert "4 facts packed" in pane.status.text()

@@ -224,6 +224,9 @@ def dump(bank: Bank, tables=None) -> dict[str, list[tuple]]:
     for table, order in (tables or MEMORY_TABLES).items():
         if table in present:
             rows = con.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+            if table == "meta":
+                # Where this copy was exported to is not memory (a snapshot leaves it).
+                rows = [r for r in rows if r[0] != "exports"]
             out[table] = sorted(rows, key=repr)
     return out
 

@@ -265,4 +265,7 @@ def test_on_an_ingested_bank(bank, tmp_path):
     assert bank.verify().ok
     bank.export_snapshot(tmp_path / "chat.engram")
     copy = bank.engine.import_snapshot(tmp_path / "chat.engram", name="copy")
-    assert dump(copy) == dump(bank)
+    original = dump(bank)
+    # Where a bank was exported belongs to that copy (a purge lists those files).
+    original["meta"] = [r for r in original["meta"] if r[0] != "exports"]
+    assert dump(copy) == original

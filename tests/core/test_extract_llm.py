@@ -101,7 +101,7 @@ def test_normal_answer_becomes_facts_and_the_request_is_structured(fake_ollama) 
     [body] = fake_ollama.chat_requests
     assert body["format"] == FACT_SCHEMA
     assert body["options"]["temperature"] <= MAX_TEMPERATURE
-    assert body["stream"] is False
+    assert body["stream"] is True
     system, user = body["messages"]
     assert system["role"] == "system" and user["role"] == "user"
     for word in ("world", "experience", "opinion", "observation", "Caroline"):

@@ -62,7 +62,11 @@ def test_structured_answer_and_what_the_server_received(fake_ollama: FakeOllama)
     assert body["format"] == SCHEMA
     assert body["options"]["temperature"] == pytest.approx(0.05)
     assert body["think"] is False
-    assert body["stream"] is False
+    # Streamed, so the timeout bounds silence, not the whole answer.
+    assert body["stream"] is True
+    assert body["keep_alive"] == "30m"
+    assert body["options"]["num_predict"] == 2048
+    assert body["options"]["num_ctx"] >= 4096
     assert body["messages"] == [
         {"role": "system", "content": "You extract facts."},
         {"role": "user", "content": "Bob: I moved to Paris in 2021."},
@@ -77,17 +81,76 @@ def test_markdown_wrapped_json_with_trailing_comma_is_repaired(fake_ollama: Fake
     assert len(fake_ollama.chat_requests) == 1
 
 
-def test_truncated_json_is_closed(fake_ollama: FakeOllama) -> None:
+def test_a_reply_cut_by_length_is_asked_again_with_more_room(fake_ollama: FakeOllama) -> None:
+    # Four facts need about 30 tokens; the first request allows 16, so the server
+    # cuts the reply (done_reason "length") where two of them would survive a repair.
+    four = {"facts": ["Dan plays chess", "Eve writes poems", "Fay sails", "Gus bakes bread"]}
+    fake_ollama.script(Reply.json(four), Reply.json(four))
+    model = lm(fake_ollama, num_predict=16, retries=2)
+    assert model.structured("", "p", SCHEMA, facts) == four["facts"]
+    first, second = fake_ollama.chat_requests
+    assert first["options"]["num_predict"] == 16
+    assert second["options"]["num_predict"] == 32
+    # Nothing of the cut reply is quoted back: the same question, with room to finish.
+    assert second["messages"] == first["messages"]
+
+
+def test_a_reply_always_cut_by_length_is_reported_never_half_kept(
+    fake_ollama: FakeOllama,
+) -> None:
     fake_ollama.script(Reply.text('{"facts": ["Dan plays chess", "Eve wri', done_reason="length"))
-    assert lm(fake_ollama).structured("", "p", SCHEMA, facts) == ["Dan plays chess", "Eve wri"]
+    fake_ollama.script(*[Reply.json({"facts": ["x " * 200]})] * 2)
+    with pytest.raises(LanguageModelError, match="cut off at the limit of 64 tokens") as info:
+        lm(fake_ollama, num_predict=16, max_predict=64, retries=2).structured(
+            "", "p", SCHEMA, facts
+        )
+    assert info.value.kind == "truncated"
+    assert [r["options"]["num_predict"] for r in fake_ollama.chat_requests] == [16, 32, 64]
+
+
+def test_num_ctx_holds_a_long_prompt(fake_ollama: FakeOllama) -> None:
+    # A reflect prompt on the demo bank is about 6k tokens: Ollama's default
+    # context (2048 here) would silently drop its start.
+    prompt = "Evidence: Dana said the renewal depends on the audit. " * 450
+    fake_ollama.script(Reply.text("An answer."), Reply.text("An answer."))
+    assert lm(fake_ollama).chat("You answer.", prompt) == "An answer."
+    [body] = fake_ollama.chat_requests
+    assert body["options"]["num_ctx"] >= len(prompt) // 4 + body["options"]["num_predict"]
+    assert fake_ollama.cut_prompts == []
+    # The same prompt without num_ctx is what the server would have cut.
+    client = ollama.Client(host=fake_ollama.url, timeout=5)
+    client.chat(model="llama3.2", messages=body["messages"], stream=False)
+    assert len(fake_ollama.cut_prompts) == 1
+
+
+def test_a_slow_model_that_keeps_writing_is_not_cut_by_the_timeout(
+    fake_ollama: FakeOllama,
+) -> None:
+    # Six pieces 0.4 s apart: 2 s in all, four times the 0.5 s timeout, but never
+    # 0.5 s of silence. Without streaming the request would time out.
+    fake_ollama.script(Reply.json({"facts": ["slow but steady"]}, chunks=6, chunk_delay=0.4))
+    model = lm(fake_ollama, timeout=0.5, retries=0)
+    assert model.structured("", "p", SCHEMA, facts) == ["slow but steady"]
+
+
+def test_a_model_silent_past_the_timeout_times_out_and_says_how_to_wait_longer(
+    fake_ollama: FakeOllama,
+) -> None:
+    fake_ollama.script(Reply.json({"facts": ["late"]}, chunks=2, chunk_delay=3))
+    with pytest.raises(LanguageModelError, match="ENGRAM_OLLAMA_TIMEOUT") as info:
+        lm(fake_ollama, timeout=0.5, retries=0).structured("", "p", SCHEMA, facts)
+    assert info.value.kind == "timeout"
 
 
 def test_missing_field_is_retried_until_valid(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(Reply.json({"fact": "no plural"}), Reply.json({"facts": ["ok"]}))
     assert lm(fake_ollama, retries=2).structured("", "p", SCHEMA, facts) == ["ok"]
-    assert len(fake_ollama.chat_requests) == 2
-    # The re-ask is the same question.
-    assert fake_ollama.chat_requests[0] == fake_ollama.chat_requests[1]
+    first, second = fake_ollama.chat_requests
+    # The re-ask is not the identical request: it quotes the bad answer and says what was wrong.
+    assert second["messages"][: len(first["messages"])] == first["messages"]
+    assistant, user = second["messages"][len(first["messages"]) :]
+    assert assistant == {"role": "assistant", "content": '{"fact": "no plural"}'}
+    assert user["role"] == "user" and "missing field 'facts'" in user["content"]
 
 
 def test_missing_field_gives_up_after_bounded_retries(fake_ollama: FakeOllama) -> None:

@@ -276,11 +276,11 @@ def test_history_trajectory_range_and_past_confidence(engine, bank, fake_ollama,
     assert t.texts == [GREAT]
 
     at_first, at_second = (s.happened_at for s in t.steps)
-    created = bank.unit(trail["opinion"]).created_at
-    # Added by hand, without a formed event: it held 0.6 from its creation to the first step.
-    assert bank.opinion_confidence_at(trail["opinion"], created - timedelta(seconds=1)) is None
-    assert bank.opinion_confidence_at(trail["opinion"], created) == 0.6
-    assert bank.opinion_confidence_at(trail["opinion"], at_first) == pytest.approx(0.7)
+    # Both steps are stamped with their evidence's time (the hike), not the wall clock.
+    assert at_first == at_second == datetime(2024, 5, 1)
+    # Added by hand today, without a formed event: before its steps it has no
+    # confidence on the bank's time line; after them it holds the last one.
+    assert bank.opinion_confidence_at(trail["opinion"], at_first - timedelta(seconds=1)) is None
     assert bank.opinion_confidence_at(trail["opinion"], at_second) == pytest.approx(0.5)
     assert bank.opinion_confidence_at(
         trail["opinion"], at_second + timedelta(days=1)
@@ -288,8 +288,8 @@ def test_history_trajectory_range_and_past_confidence(engine, bank, fake_ollama,
 
     changed = bank.opinions_changed(at_second, at_second + timedelta(seconds=1))
     assert [c.opinion.id for c in changed] == [trail["opinion"]]
-    assert [e.relation for e in changed[0].events] == ["contradict"]
-    assert changed[0].confidence_before == pytest.approx(0.7)
+    assert [e.relation for e in changed[0].events] == ["reinforce", "contradict"]
+    assert changed[0].confidence_before == pytest.approx(0.6)
     assert bank.opinions_changed(end=at_first - timedelta(seconds=1)) == []
     assert len(bank.opinions_changed()[0].events) == 2
     assert bank.reflections(opinion_id=trail["opinion"])[0].id == second.id

@@ -103,8 +103,10 @@ def test_the_prompt_on_the_wire_carries_theta_and_every_recalled_fact_with_its_d
             )
             assert f"({expected})" in line
         elif u.network in (Network.OPINION, Network.OBSERVATION):
-            # Beliefs and profiles are dated by their last revision.
-            assert f"(as of {u.updated_at:%Y-%m-%d %H:%M}" in line
+            # Beliefs and profiles are dated on the bank's time line (these were
+            # added by hand, with no bank time: when they were recorded).
+            assert u.mentioned_at is None
+            assert f"(recorded {u.created_at:%Y-%m-%d %H:%M}" in line
         else:  # an undated fact: since it entered memory
             assert f"(recorded {u.created_at:%Y-%m-%d %H:%M})" in line
     assert "(2024-04-20 14:30)" in user and "(2024-05-01)" in user

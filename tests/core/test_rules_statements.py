@@ -214,3 +214,8 @@ def test_the_holder_judging_the_same_thing_again_moves_the_opinion() -> None:
     # No sentiment in the evidence: nothing to move.
     flat = assess_rules("Mel went to a pottery class.", opinion, 0.7, False, True)
     assert flat.relation is Relation.NEUTRAL
+
+
+def test_a_turn_without_a_speaker_keeps_its_words() -> None:
+    texts = [f.text for f in facts_of(("", "I went home. [image: a photo of a cat]"))]
+    assert texts == ["I went home (8 May 2023).", "[image: a photo of a cat] (8 May 2023)"]

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,17 +12,9 @@ import pytest
 from core import Engine, NewUnit
 from core.snapshot.importer import FAULT_ENV
 from tests.core.test_curate_support import HashEmbedder, add_entity, dump
+from tests.support.children import Child, snapshot_importer
 
-REPO = Path(__file__).resolve().parents[2]
-IMPORT = """
-import sys
-sys.path.insert(0, {repo!r})
-from core import Engine
-from tests.core.test_curate_support import HashEmbedder
-with Engine({home!r}, embedder=HashEmbedder()) as engine:
-    engine.import_snapshot({path!r}, name={name!r}, replace={replace!r})
-print("done")
-"""
+pytestmark = pytest.mark.slow
 
 
 def _bank_with(engine: Engine, name: str, n: int, seed: int):
@@ -72,22 +61,16 @@ def _state(home: Path) -> tuple[list[str], dict | None, list[str]]:
     return names, rows, hidden + unlabeled
 
 
-def _run(home: Path, snapshot: Path, name: str, replace: bool, fault: str | None = None):
-    code = IMPORT.format(
-        repo=str(REPO), home=str(home), path=str(snapshot), name=name, replace=replace
-    )
-    env = {**os.environ, FAULT_ENV: fault or ""}
-    return subprocess.Popen(
-        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+def _run(home: Path, snapshot: Path, name: str, replace: bool, fault: str | None = None) -> Child:
+    return Child(
+        snapshot_importer, str(home), str(snapshot), name, replace, env={FAULT_ENV: fault or ""}
     )
 
 
 @pytest.mark.parametrize("fault", ["extracted", "built", "set-aside", "moved"])
 def test_kill_before_commit_leaves_the_replaced_bank_untouched(home, snapshot, fault):
     names, before, _ = _state(home)
-    process = _run(home, snapshot, "victim", True, fault)
-    process.wait(timeout=120)
-    assert process.returncode == -signal.SIGKILL, process.stderr.read().decode()
+    assert _run(home, snapshot, "victim", True, fault).join() == -signal.SIGKILL
     after_names, after, leftovers = _state(home)
     assert after_names == names == ["victim"]
     assert after == before
@@ -96,9 +79,7 @@ def test_kill_before_commit_leaves_the_replaced_bank_untouched(home, snapshot, f
 
 def test_kill_after_commit_keeps_the_new_bank(home, snapshot):
     _, before, _ = _state(home)
-    process = _run(home, snapshot, "victim", True, "committed")
-    process.wait(timeout=120)
-    assert process.returncode == -signal.SIGKILL
+    assert _run(home, snapshot, "victim", True, "committed").join() == -signal.SIGKILL
     names, after, leftovers = _state(home)
     assert names == ["victim"] and leftovers == []
     assert after != before and len(after["units"]) == 1500
@@ -107,9 +88,7 @@ def test_kill_after_commit_keeps_the_new_bank(home, snapshot):
 def test_kill_while_importing_a_new_bank(home, snapshot):
     _, before, _ = _state(home)
     for fault in ("built", "moved"):
-        process = _run(home, snapshot, "newcomer", False, fault)
-        process.wait(timeout=120)
-        assert process.returncode == -signal.SIGKILL
+        assert _run(home, snapshot, "newcomer", False, fault).join() == -signal.SIGKILL
         names, after, leftovers = _state(home)
         assert names == ["victim"] and after == before and leftovers == []
 
@@ -117,21 +96,20 @@ def test_kill_while_importing_a_new_bank(home, snapshot):
 def test_kill_from_outside_at_an_arbitrary_moment(home, snapshot):
     names, before, _ = _state(home)
     banks_dir = home / "banks"
-    process = _run(home, snapshot, "victim", True)
+    child = _run(home, snapshot, "victim", True)
     deadline = time.monotonic() + 120
     # Wait until the import is under way (its hidden folder exists), then kill it.
     while not any(p.name.startswith(".import-") for p in banks_dir.iterdir()):
-        assert process.poll() is None, process.stderr.read().decode()
+        assert child.process.is_alive(), f"the import ended early ({child.process.exitcode})"
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=60)
+    child.kill()
     after_names, after, leftovers = _state(home)
     assert after_names == names and leftovers == []
     assert after == before  # the kill came long before the commit
     # And the same import, left alone, completes.
-    process = _run(home, snapshot, "victim", True)
-    out, err = process.communicate(timeout=120)
-    assert process.returncode == 0, err.decode()
+    child = _run(home, snapshot, "victim", True)
+    assert child.receive_one(timeout=120) == "done"
+    assert child.join() == 0
     _, replaced, leftovers = _state(home)
     assert len(replaced["units"]) == 1500 and leftovers == []

@@ -190,7 +190,7 @@ CASES = {
                 )
             }
         ),
-        "inconsistent",
+        "points at no row of units|inconsistent",
     ),
     "vectors shorter than the manifest says": (
         lambda m, f: f.update({"units.parquet": _short_vectors(f["units.parquet"])}),

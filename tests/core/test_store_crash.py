@@ -1,6 +1,7 @@
 """Crash consistency: SIGKILL a writer at random moments; nothing reported is lost.
 
-A child process adds batches of units in a loop and prints the number of each
+A child process (forked from a server that imported the engine once, so each
+start is cheap) adds batches of units in a loop and reports the number of each
 batch once `add_units` has returned. The test kills it at random moments (at
 least 30 times), then reopens the bank: `verify` must pass, and every reported
 batch must be there and found by both vector and BM25 search.
@@ -8,88 +9,35 @@ batch must be there and found by both vector and BM25 search.
 
 from __future__ import annotations
 
-import os
 import random
-import select
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 
 import numpy as np
 import pytest
 
 from core import Engine
+from tests.support.children import Child, store_writer
 
 KILLS = 30
 BATCH = 20
 DIM = 384
 
-WRITER = (
-    textwrap.dedent(
-        """
-    import sys
-    import numpy as np
-    from core import Engine, NewUnit
 
-    home, start = sys.argv[1], int(sys.argv[2])
-    engine = Engine(home)  # default embedding spec; vectors are given, no model loads
-    bank = engine.open_bank("crash")
-    print("ready", flush=True)
-    batch = start
-    while True:
-        rng = np.random.default_rng(batch)
-        vectors = rng.standard_normal((BATCH, DIM)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        bank.add_units([
-            NewUnit(f"batch{batch}marker unit {i} of a crash test", vector=tuple(vectors[i]))
-            for i in range(BATCH)
-        ])
-        print(batch, flush=True)
-        batch += 1
-    """
-    )
-    .replace("BATCH", str(BATCH))
-    .replace("DIM", str(DIM))
-)
+def run_until_killed(home, start: int, rng: random.Random) -> list[int]:
+    """Start a writer, kill it at a random moment after it is ready; return reported batches."""
+    child = Child(store_writer, str(home), start, BATCH, DIM)
+    reported: list[str] = []
+    try:
+        child.wait_for("ready")
+        reported += child.receive(rng.uniform(0.05, 1.5))
+    finally:
+        reported += child.kill()
+    return [int(number) for number in reported]
 
 
 def batch_vectors(batch: int) -> np.ndarray:
     rng = np.random.default_rng(batch)
     vectors = rng.standard_normal((BATCH, DIM)).astype(np.float32)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
-def run_until_killed(home, start: int, rng: random.Random) -> list[int]:
-    """Start a writer, kill it at a random moment after it is ready; return reported batches."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(home), str(start)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    reported: list[int] = []
-    try:
-        assert child.stdout.readline().strip() == "ready"
-        deadline = time.monotonic() + rng.uniform(0.05, 1.5)
-        fd = child.stdout.fileno()
-        os.set_blocking(fd, False)
-        buffer = ""
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            if ready:
-                buffer += os.read(fd, 4096).decode()
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        buffer += child.stdout.read() or ""
-        # Only whole lines were reported: a cut-off last line was not.
-        lines = buffer.split("\n")
-        reported = [int(line) for line in lines[:-1] if line.strip()]
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    return reported
 
 
 @pytest.mark.slow

@@ -21,6 +21,15 @@ Shapes follow Ollama's documented API (docs/api.md) and the models in
 Chat and generate answers come from the script: queued replies first, then the
 responder callable, else an HTTP 500 saying nothing was scripted (so a test
 that forgot to script fails loudly rather than passing on a default).
+
+Like a real server, the fake honours the generation limits it is sent: a reply
+longer than `options.num_predict` tokens is cut there with `done_reason:
+"length"`, and a prompt longer than `options.num_ctx` (default
+`DEFAULT_NUM_CTX`) is counted as cut (`prompt_eval_count`, and `cut_prompts`).
+Tokens are counted as `tokens_of` does: a token is about four characters.
+Streamed answers (the default, as in Ollama) arrive in `Reply.chunks` pieces
+with chunked transfer encoding, `Reply.chunk_delay` seconds apart, so a slow
+model that keeps producing tokens can be told from one that says nothing.
 """
 
 from __future__ import annotations
@@ -39,6 +48,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FAKE_VERSION = "0.6.3"
+# What Ollama uses when a request sends no num_ctx (older servers: 2048).
+DEFAULT_NUM_CTX = 2048
+CHARS_PER_TOKEN = 4
 DEFAULT_MODELS: tuple[str, ...] = ("llama3.2:latest", "qwen3:4b")
 
 
@@ -59,6 +71,9 @@ class Reply:
     die: bool = False
     shutdown: bool = False
     done_reason: str = "stop"
+    # Streamed answers arrive in this many pieces, `chunk_delay` seconds apart.
+    chunks: int = 3
+    chunk_delay: float = 0.0
 
     @classmethod
     def json(cls, obj: Any, **kw: Any) -> Reply:
@@ -108,6 +123,17 @@ def _now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
+def tokens_of(text: str) -> int:
+    """The fake's token count: about four characters a token, as for English text."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _option(body: dict[str, Any], name: str) -> int | None:
+    options = body.get("options") or {}
+    value = options.get(name) if isinstance(options, dict) else None
+    return int(value) if isinstance(value, int | float) and value > 0 else None
+
+
 def fake_embedding(text: str, dim: int) -> list[float]:
     """A deterministic unit vector for `text`: equal texts embed equally."""
     raw: list[float] = []
@@ -141,6 +167,8 @@ class FakeOllama:
         self.think_capable = think_capable
         self.embed_dim = embed_dim
         self._requests: list[RecordedRequest] = []
+        # Chat/generate bodies whose prompt did not fit the context they asked for.
+        self.cut_prompts: list[dict[str, Any]] = []
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -438,40 +466,75 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(reply.status, reply.error or "error")
             return
 
-        prompt_words = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
+        content, done_reason = reply.content, reply.done_reason
+        limit = _option(body, "num_predict")
+        if limit is not None and tokens_of(content) > limit:
+            # What a real server does at num_predict: stop mid-answer and say why.
+            content, done_reason = content[: limit * CHARS_PER_TOKEN], "length"
+        prompt_tokens = tokens_of(json.dumps(body.get("messages") or body.get("prompt") or ""))
+        num_ctx = _option(body, "num_ctx") or DEFAULT_NUM_CTX
+        if prompt_tokens > num_ctx:
+            with self.fake._lock:
+                self.fake.cut_prompts.append(body)
         stats = {
-            "done_reason": reply.done_reason,
+            "done_reason": done_reason,
             "done": True,
             "total_duration": 5_000_000,
             "load_duration": 1_000_000,
-            "prompt_eval_count": prompt_words,
+            "prompt_eval_count": min(prompt_tokens, num_ctx),
             "prompt_eval_duration": 1_000_000,
-            "eval_count": max(1, len(reply.content.split())),
+            "eval_count": max(1, tokens_of(content)),
             "eval_duration": 3_000_000,
         }
-        if chat:
-            message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-            if reply.thinking is not None:
-                message["thinking"] = reply.thinking
-            answer: dict[str, Any] = {"model": model, "created_at": _now(), "message": message}
-        else:
-            answer = {"model": model, "created_at": _now(), "response": reply.content}
-            if reply.thinking is not None:
-                answer["thinking"] = reply.thinking
-        answer.update(stats)
-
-        # Ollama streams unless told otherwise; one content chunk then the final one.
-        if body.get("stream", True) is not False:
-            first = dict(answer, done=False)
-            for key in stats:
-                first.pop(key, None)
-            first["done"] = False
-            last = dict(answer)
-            if chat:
-                last["message"] = {"role": "assistant", "content": ""}
-            else:
-                last["response"] = ""
-            data = (json.dumps(first) + "\n" + json.dumps(last) + "\n").encode()
-            self._send(200, data, "application/x-ndjson")
+        base: dict[str, Any] = {"model": model, "created_at": _now()}
+        if body.get("stream", True) is False:
+            self._send(200, {**base, **self._piece(content, reply.thinking, chat), **stats})
             return
-        self._send(200, answer)
+        # Ollama streams unless told otherwise: content pieces, then a final chunk
+        # with the statistics and why generation stopped.
+        pieces = _split(content, max(1, reply.chunks))
+        lines = []
+        if reply.thinking is not None:
+            lines.append({**base, **self._piece("", reply.thinking, chat), "done": False})
+        lines += [{**base, **self._piece(p, None, chat), "done": False} for p in pieces]
+        lines.append({**base, **self._piece("", None, chat), **stats})
+        self._stream(lines, reply.chunk_delay)
+
+    @staticmethod
+    def _piece(content: str, thinking: str | None, chat: bool) -> dict[str, Any]:
+        if chat:
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if thinking is not None:
+                message["thinking"] = thinking
+            return {"message": message}
+        answer: dict[str, Any] = {"response": content}
+        if thinking is not None:
+            answer["thinking"] = thinking
+        return answer
+
+    def _stream(self, lines: list[dict[str, Any]], delay: float) -> None:
+        """NDJSON lines with chunked transfer encoding, `delay` seconds apart."""
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i, line in enumerate(lines):
+                if i and delay > 0 and self.fake._stopping.wait(delay):
+                    self.close_connection = True
+                    return
+                data = (json.dumps(line) + "\n").encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+
+
+def _split(text: str, n: int) -> list[str]:
+    """`text` in `n` nearly equal pieces (one empty piece for empty text)."""
+    if not text:
+        return [""]
+    size = -(-len(text) // n)
+    return [text[i : i + size] for i in range(0, len(text), size)]

@@ -23,10 +23,13 @@ jsonl) or the JSON path (json, locomo), with what to do about it.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from pathlib import Path, PurePath
 from typing import Any
 
+from core.text import without_surrogates
 from core.types import Document, InvalidInputError
 
 from ._base import MAX_TURN_CHARS, TurnCollector, decode_utf8, fail, sha256_hex
@@ -101,20 +104,41 @@ def load_documents(path: str | Path, format: str = "auto") -> list[Document]:
     """Read a conversation file: one Document, or one per conversation for LoCoMo."""
     p = Path(path)
     _check_format(format, p.name)
+    data = _read_regular_file(p)
+    return _parse(data, format, p.name, str(p.resolve()))
+
+
+def _read_regular_file(p: Path) -> bytes:
+    """The bytes of a regular file, refusing devices, FIFOs and sockets (reading
+    /dev/zero never ends, a FIFO blocks) and reading at most the size limit
+    (a file may grow while it is read)."""
     try:
-        size = p.stat().st_size
+        # O_NONBLOCK: opening a FIFO with no writer would block before any check.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise InvalidInputError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise InvalidInputError(f"{p}: is a folder; choose a conversation file") from None
     except OSError as exc:
         raise InvalidInputError(f"{p}: cannot read it ({exc.strerror})") from None
-    if p.is_dir():
-        raise InvalidInputError(f"{p}: is a folder; choose a conversation file")
-    _check_size(size, p.name)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise InvalidInputError(f"{p}: cannot read it ({exc.strerror})") from None
-    return _parse(data, format, p.name, str(p.resolve()))
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise InvalidInputError(f"{p}: is a folder; choose a conversation file")
+        raise InvalidInputError(
+            f"{p}: is not a regular file (a device, pipe or socket); save the"
+            " conversation to a file and import that"
+        )
+    with os.fdopen(fd, "rb") as handle:
+        os.set_blocking(fd, True)
+        _check_size(os.fstat(fd).st_size, p.name)
+        try:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise InvalidInputError(f"{p}: cannot read it ({exc.strerror})") from None
+    _check_size(len(data), p.name)
+    return data
 
 
 def parse_documents(data: bytes, format: str, name: str = "") -> list[Document]:
@@ -166,6 +190,8 @@ def _parse(data: bytes, format: str, name: str, source_path: str) -> list[Docume
         format = detect_format(PurePath(name), data[:HEAD_BYTES])
         if format == "jsonl" and PurePath(name).suffix.lower() not in (".jsonl", ".ndjson"):
             format = "json"  # only a guess from the head: let _auto_json decide
+    # A file name is not always UTF-8 (Linux allows any bytes): keep what reads.
+    name, source_path = without_surrogates(name), without_surrogates(source_path)
     title = PurePath(name).stem or "conversation"
     content_hash = sha256_hex(data)
 

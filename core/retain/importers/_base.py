@@ -7,9 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
 
+from core.text import clean_name, has_surrogate
 from core.types import Document, InvalidInputError, Turn
 
 MAX_TURN_CHARS = 100_000
+# A speaker is a name: a line this long before its colon is not one.
+MAX_SPEAKER_CHARS = 200
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -58,8 +61,18 @@ def decode_utf8(data: bytes, name: str) -> str:
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         fail(name, "", "the file is UTF-16, not UTF-8; save it as UTF-8 and import it again")
     start = len(_BOM) if data.startswith(_BOM) else 0
+    nul = data.find(b"\x00", start)
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        fail(
+            name,
+            f"line {line}",
+            f"holds a NUL byte (offset {nul}): this is not a text file, or it is UTF-16/32;"
+            " save it as UTF-8 text and import it again",
+        )
     try:
-        return data[start:].decode("utf-8")
+        # Old Mac line endings (CR alone) would run every line into one turn.
+        return data[start:].decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as exc:
         offset = start + exc.start
         line = data.count(b"\n", 0, offset) + 1
@@ -112,6 +125,27 @@ class TurnCollector:
     ) -> None:
         if len(text) > MAX_TURN_CHARS:
             fail(self.name, where, too_long(f"the message is {len(text):,} characters"))
+        if len(speaker) > MAX_SPEAKER_CHARS:
+            fail(
+                self.name,
+                where,
+                f"the speaker's name is {len(speaker):,} characters; a name is at most"
+                f" {MAX_SPEAKER_CHARS}",
+            )
+        for label, value in (("speaker", speaker), ("message", text)):
+            if "\x00" in value:
+                fail(self.name, where, f"the {label} holds a NUL character; remove it")
+            if has_surrogate(value):
+                fail(
+                    self.name,
+                    where,
+                    f"the {label} holds a lone UTF-16 surrogate (like \\ud800), which is not"
+                    " text; fix the escape",
+                )
+        # Bidirectional overrides and control characters in a name make lists lie.
+        speaker = clean_name(speaker)
+        if not speaker:
+            fail(self.name, where, "the speaker's name is empty once control characters go")
         if given_id is not None:
             first = self._given.get(given_id)
             if first is not None:

@@ -1,0 +1,349 @@
+"""Documents: the conversations the bank was built from, their turns, and removing one.
+
+Left, every ingested document (title, turns, units, how it was extracted,
+when); right, the selected document's turns. Delete shows what goes — every
+unit extracted from it, the opinions it was evidence for, the entities only it
+mentioned, the observations rebuilt — and runs as one audited action that
+Undo takes back. Re-ingest extracts the document again from its stored turns
+(replacing what its last ingest wrote; that is retain, not curation, so Undo
+does not cover it and the dialog says so).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QStackedWidget,
+    QTableWidgetItem,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.panes.base import NO_BANK, Pane, empty_label, list_and_detail, muted_label, read_only_table
+from app.panes.entity_dialogs import preview_list
+from app.state import StudioState
+from app.unit_model import fmt_time
+from core import INGEST_MODES, Bank, Change, DocumentPreview, Kind
+
+HEADERS = ["Title", "Turns", "Units", "Extracted by", "Ingested"]
+
+
+class DeleteDocumentDialog(QDialog):
+    """The preview of a document's deletion, unit by unit, before confirming."""
+
+    def __init__(self, preview: DocumentPreview, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Delete document")
+        revised = len(preview.opinions_revised)
+        parts = [f"{preview.turns:,} turn(s)", f"{len(preview.units):,} unit(s)"]
+        parts.append(f"{preview.links:,} link(s)")
+        if preview.opinion_events:
+            parts.append(
+                f"{preview.opinion_events:,} step(s) of {revised:,} opinion(s) it was evidence"
+                " for (their confidence is replayed without them)"
+            )
+        if preview.entities_removed:
+            parts.append("the entities only it mentions: " + ", ".join(preview.entities_removed))
+        text = QLabel(
+            f"Deleting <b>{html.escape(preview.title)}</b> removes everything derived only "
+            f"from it: {html.escape('; '.join(parts))}. These units go:"
+        )
+        text.setWordWrap(True)
+        text.setTextFormat(Qt.TextFormat.RichText)
+        self.units = preview_list(preview.units, "document-units")
+        rebuilt = preview.observations_rebuilt
+        after = QLabel(
+            (f"Observations rebuilt: {html.escape(', '.join(rebuilt))}.<br>" if rebuilt else "")
+            + "Undo (Ctrl+Z) brings the document and all of this back."
+        )
+        after.setWordWrap(True)
+        after.setTextFormat(Qt.TextFormat.RichText)
+        box = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        self.ok = box.addButton("Delete document", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.ok.setProperty("danger", True)
+        box.accepted.connect(self.accept)
+        box.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(text)
+        layout.addWidget(self.units, 1)
+        layout.addWidget(after)
+        layout.addWidget(box)
+        self.resize(640, 540)
+
+
+class DocumentsPane(Pane):
+    title = "Documents"
+    slug = "documents"
+
+    def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
+        super().__init__(state, parent)
+        self._gen = 0
+        self.documents: list[Any] = []
+        self.table = read_only_table(HEADERS, stretch=0)
+        self.table.setObjectName("documents")
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.currentCellChanged.connect(lambda *_: self._show_current())
+        self.empty = empty_label()
+        self.empty.setObjectName("empty-state")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.table)
+        self.stack.addWidget(self.empty)
+        self.count_label = muted_label()
+
+        self.heading = QLabel()
+        self.heading.setProperty("role", "heading")
+        self.heading.setWordWrap(True)
+        self.info = muted_label()
+        self.turns = QTextBrowser()
+        self.turns.setObjectName("document-turns")
+        self.delete_button = QPushButton("Delete…")
+        self.delete_button.setProperty("danger", True)
+        self.delete_button.setToolTip("Delete the document and what was derived only from it")
+        self.delete_button.clicked.connect(self.ask_delete)
+        self.mode = QComboBox()
+        for mode in INGEST_MODES:
+            self.mode.addItem(mode, mode)
+        self.mode.setToolTip("How to extract it again")
+        self.reingest_button = QPushButton("Re-ingest")
+        self.reingest_button.setToolTip("Extract the document again from its stored turns")
+        self.reingest_button.clicked.connect(self.ask_reingest)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.delete_button)
+        buttons.addWidget(self.reingest_button)
+        buttons.addWidget(self.mode)
+        buttons.addStretch(1)
+        detail = QWidget()
+        dv = QVBoxLayout(detail)
+        dv.setContentsMargins(0, 0, 0, 0)
+        dv.addWidget(self.heading)
+        dv.addWidget(self.info)
+        dv.addLayout(buttons)
+        dv.addWidget(self.turns, 1)
+
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        lv.setContentsMargins(0, 0, 0, 0)
+        lv.addWidget(self.stack, 1)
+        lv.addWidget(self.count_label)
+        self.splitter = list_and_detail(self, left, detail, (1, 1))
+        self.set_bank(state.bank)
+
+    # -- Pane interface ------------------------------------------------------
+
+    def set_bank(self, bank: Bank | None) -> None:
+        self._show([])
+        if bank is None:
+            self._empty(NO_BANK)
+        else:
+            self.refresh()
+
+    def apply_change(self, change: Change) -> None:
+        if self.bank is not None and (change.touches(Kind.DOCUMENT) or change.touches(Kind.UNIT)):
+            self.refresh()
+
+    def refresh(self) -> None:
+        bank = self.bank
+        if bank is None:
+            return
+        self._gen += 1
+        gen = self._gen
+        self.state.runner.run_query(bank.documents, lambda docs: self._loaded(gen, docs), key=bank)
+
+    # -- list ----------------------------------------------------------------
+
+    def _loaded(self, gen: int, documents: list[Any]) -> None:
+        if gen != self._gen:
+            return
+        current = self.current_document()
+        self._show(documents)
+        if not documents:
+            self._empty(
+                "No documents yet — ingest a conversation with <b>Ctrl+I</b>.<br>"
+                "Each conversation the bank was built from is listed here with its turns."
+            )
+            return
+        ids = [d.id for d in documents]
+        row = ids.index(current.id) if current is not None and current.id in ids else 0
+        self.table.selectRow(row)
+        self._show_current()
+
+    def _empty(self, text: str) -> None:
+        self.empty.setText(text)
+        self.stack.setCurrentWidget(self.empty)
+        self.count_label.setText("")
+        self._show_document(None, None)
+
+    def _show(self, documents: list[Any]) -> None:
+        self.documents = list(documents)
+        self.table.setRowCount(len(documents))
+        for row, d in enumerate(documents):
+            values = (
+                d.title,
+                f"{d.turns:,}",
+                f"{d.units:,}",
+                d.extraction_mode or "",
+                fmt_time(d.created_at),
+            )
+            for col, value in enumerate(values):
+                item = QTableWidgetItem(value)
+                if col in (1, 2):
+                    item.setTextAlignment(
+                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+                    )
+                if col == 0:
+                    item.setToolTip(d.source_path or d.title)
+                self.table.setItem(row, col, item)
+        self.stack.setCurrentWidget(self.table)
+        self.count_label.setText(f"{len(documents):,} documents" if documents else "")
+
+    def current_document(self) -> Any | None:
+        row = self.table.currentRow()
+        return self.documents[row] if 0 <= row < len(self.documents) else None
+
+    def select_document(self, document_id: str) -> bool:
+        for row, d in enumerate(self.documents):
+            if d.id == document_id:
+                self.table.selectRow(row)
+                return True
+        return False
+
+    # -- detail --------------------------------------------------------------
+
+    def _show_current(self) -> None:
+        document = self.current_document()
+        bank = self.bank
+        if document is None or bank is None:
+            self._show_document(None, None)
+            return
+        self._show_document(document, None)
+        gen = self._gen
+        self.state.runner.run_query(
+            lambda: bank.turns(document.id),
+            lambda turns: self._turns_loaded(gen, document, turns),
+            key=bank,
+        )
+
+    def _turns_loaded(self, gen: int, document: Any, turns: list[Any]) -> None:
+        current = self.current_document()
+        if gen == self._gen and current is not None and current.id == document.id:
+            self._show_document(document, turns)
+
+    def _show_document(self, document: Any | None, turns: list[Any] | None) -> None:
+        for button in (self.delete_button, self.reingest_button, self.mode):
+            button.setEnabled(document is not None)
+        if document is None:
+            self.heading.setText("")
+            self.info.setText("Select a document to see its turns.")
+            self.turns.clear()
+            return
+        self.heading.setText(html.escape(document.title))
+        model = f" · {document.model}" if document.model else ""
+        self.info.setText(
+            f"{document.turns:,} turns · {document.units:,} units · "
+            f"{document.extraction_mode or '?'}{model} · ingested {fmt_time(document.created_at)}"
+            + (f"\n{document.source_path}" if document.source_path else "")
+        )
+        if turns is None:
+            self.turns.setHtml("<i>Loading turns…</i>")
+            return
+        self.turns.setHtml(turns_html(turns))
+
+    # -- actions -------------------------------------------------------------
+
+    def ask_delete(self) -> None:
+        document, bank = self.current_document(), self.bank
+        if document is None or bank is None:
+            return
+        self.state.runner.run_query(
+            lambda: bank.document_preview(document.id), self._confirm_delete, key=bank
+        )
+
+    def _confirm_delete(self, preview: DocumentPreview) -> None:
+        dialog = DeleteDocumentDialog(preview, self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.delete(preview.document_id, preview.title)
+        dialog.deleteLater()
+
+    def delete(self, document_id: str, title: str = "") -> None:
+        bank = self.bank
+        if bank is None:
+            return
+        self.state.runner.run_op(
+            lambda: bank.delete_document(document_id),
+            lambda _: self.state.status.emit(
+                f"Deleted “{title or document_id}” (Undo brings it back)."
+            ),
+            key=bank,
+        )
+
+    def ask_reingest(self) -> None:
+        document = self.current_document()
+        if document is None:
+            return
+        mode = self.mode.currentData()
+        box = QMessageBox(self)
+        box.setWindowTitle("Re-ingest document")
+        box.setText(
+            f"Extract “{document.title}” again ({mode}) from its {document.turns:,} stored"
+            f" turns? What its last ingest wrote ({document.units:,} units) is replaced."
+            " This is a new ingest: Undo does not take it back."
+        )
+        box.setStandardButtons(QMessageBox.StandardButton.Cancel)
+        ok = box.addButton("Re-ingest", QMessageBox.ButtonRole.AcceptRole)
+        box.exec()
+        if box.clickedButton() is ok:
+            self.reingest(document.id, mode)
+        box.deleteLater()
+
+    def reingest(self, document_id: str, mode: str = "auto") -> None:
+        bank = self.bank
+        if bank is None:
+            return
+        engine = self.state.engine
+
+        def body(progress: Any, cancel: Any) -> Any:
+            llm = engine.language_model() if mode in ("auto", "llm") else None
+            try:
+                return bank.reingest_document(
+                    document_id, mode, progress=progress, cancel=cancel, llm=llm
+                )
+            finally:
+                if llm is not None:
+                    llm.close()
+
+        self.state.runner.run_job(
+            "Re-ingesting a document",
+            body,
+            lambda report: self.state.status.emit(f"Re-ingested: {report.summary()}"),
+            key=bank,
+        )
+
+
+def turns_html(turns: list[Any]) -> str:
+    if not turns:
+        return "<i>This document has no stored turns.</i>"
+    parts = []
+    session = None
+    for t in turns:
+        if t.session and t.session != session:
+            session = t.session
+            parts.append(f"<h4 style='margin:8px 0 2px 0'>{html.escape(session)}</h4>")
+        when = fmt_time(t.timestamp)
+        meta = f"<span style='color:gray'>{when} · {html.escape(t.id)}</span><br>"
+        parts.append(
+            f"<p style='margin:4px 0'>{meta}<b>{html.escape(t.speaker)}</b>: "
+            f"{html.escape(t.text)}</p>"
+        )
+    return "".join(parts)

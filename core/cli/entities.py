@@ -1,0 +1,52 @@
+"""`engram entities BANK`: the bank's entities, most mentioned first."""
+
+from __future__ import annotations
+
+import argparse
+
+from core.cli.output import print_json, short_time
+from core.engine import Engine
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "entities",
+        help="list a bank's entities (name, type, aliases, mentions, first and last seen)",
+    )
+    p.add_argument("bank")
+    p.add_argument("--search", metavar="TEXT", help="only names or aliases containing TEXT")
+    p.add_argument("--type", help="only this entity type (person, place, …)")
+    p.add_argument("--retracted", action="store_true", help="include retracted entities")
+    p.add_argument("--limit", type=int, default=100, help="at most this many (0: all)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=list_entities)
+
+
+def list_entities(args, engine: Engine) -> int:
+    bank = engine.open_bank(args.bank)
+    entities = bank.entities(include_retracted=args.retracted)
+    if args.search:
+        needle = args.search.casefold()
+        entities = [
+            e for e in entities if any(needle in n.casefold() for n in (e.name, *e.aliases))
+        ]
+    if args.type:
+        entities = [e for e in entities if e.type == args.type]
+    total = len(entities)
+    if args.limit > 0:
+        entities = entities[: args.limit]
+    if args.json:
+        print_json(entities)
+        return 0
+    for e in entities:
+        aliases = f"  (also {', '.join(e.aliases)})" if e.aliases else ""
+        retracted = "  [retracted]" if str(e.status) != "active" else ""
+        seen = f"{short_time(e.first_seen)} – {short_time(e.last_seen)}"
+        print(
+            f"{e.id}  {e.name:<24} {e.type:<12} {e.mention_count:>4} mentions  {seen}"
+            f"{aliases}{retracted}"
+        )
+    shown = len(entities)
+    more = f" (first {shown} shown; --limit 0 for all)" if shown < total else ""
+    print(f"-- {total} entit{'y' if total == 1 else 'ies'}{more}")
+    return 0

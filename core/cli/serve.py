@@ -1,0 +1,78 @@
+"""`engram serve`: serve the data folder's banks over HTTP (and MCP at /mcp);
+`engram mcp BANK`: one bank over MCP on stdin/stdout, for desktop agents.
+
+`engram serve` owns what it serves: a bank is opened on the first request
+naming it and stays open (its lock held) until the server stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+
+from core.engine import Engine
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8888  # Hindsight's port, so a Hindsight agent's default URL works
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="serve the banks over HTTP (Hindsight-compatible API, Engram's API, MCP)",
+        description="Serve every bank in the data folder until stopped (Ctrl-C or SIGTERM). "
+        "Requests need 'Authorization: Bearer <token>': the token is ENGRAM_API_TOKEN, "
+        "else the one in <home>/api-token.",
+    )
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"address (default {DEFAULT_HOST})")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port; 0 picks a free one")
+    serve.set_defaults(handler=run_serve)
+
+    mcp = sub.add_parser("mcp", help="serve one bank over MCP on stdin/stdout")
+    mcp.add_argument("bank")
+    mcp.set_defaults(handler=run_mcp)
+
+
+def run_serve(args, engine: Engine) -> int:
+    from core.server import ServedBanks, api_token, start_server
+    from core.server.running import check_bind
+    from core.server.token import ENV, token_file
+
+    check_bind(args.host)  # before loading anything
+    token = api_token(engine.home)
+    engine.embedder  # noqa: B018 — loaded once now, so the first request is not the slow one
+    served = ServedBanks(engine, open_on_demand=True)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    handle = start_server(served, args.host, args.port, token)
+    from_env = bool(os.environ.get(ENV, "").strip())
+    where = f"${ENV}" if from_env else str(token_file(engine.home))
+    # Each bank's lock names this address: `engram` commands on it are routed here.
+    served.advertise(handle.url, None if from_env else str(token_file(engine.home)))
+    print(f"engram: serving {engine.banks_dir} at {handle.url}", flush=True)
+    print(f"engram: bearer token in {where}; MCP at {handle.url}/mcp", flush=True)
+    try:
+        stop.wait()
+    finally:
+        handle.stop()
+        served.close()
+    print("engram: stopped", file=sys.stderr)
+    return 0
+
+
+def run_mcp(args, engine: Engine) -> int:
+    from core.server import ServedBanks
+    from core.server.mcp_tools import run_stdio
+
+    bank = engine.open_bank(args.bank)
+    served = ServedBanks(engine, open_on_demand=False)
+    served.adopt(bank)
+    try:
+        run_stdio(served, bank.name)
+    finally:
+        bank.close()
+    return 0

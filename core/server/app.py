@@ -1,0 +1,99 @@
+"""The FastAPI app: Hindsight's paths under `/v1/default/...`, Engram's own under
+`/engram/v1/...`, MCP (streamable HTTP) under `/mcp`; one bearer token for all.
+
+Route handlers are plain `def`s: FastAPI runs them in its thread pool, so an
+engine call never blocks the event loop. Writes take the bank's lock from
+`ServedBanks`; reads do not (see served.py).
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+
+from core.server import routes_cli, routes_engram, routes_hindsight
+from core.server.errors import engram_error
+from core.server.guard import Guard
+from core.server.operations import Operations
+from core.server.served import ServedBanks
+from core.types import EngramError
+
+API_TITLE = "Engram Studio memory API"
+MAX_BODY = 8 * 2**20
+MAX_SNAPSHOT = 4 * 2**30
+
+
+def create_app(
+    served: ServedBanks,
+    token: str,
+    *,
+    max_body_bytes: int = MAX_BODY,
+    max_snapshot_bytes: int = MAX_SNAPSHOT,
+    mcp: bool = True,
+) -> FastAPI:
+    from core.server.version import ENGRAM_VERSION
+
+    operations = Operations(served)
+    mcp_app = None
+    if mcp:
+        from core.server.mcp_tools import streamable_http_app
+
+        mcp_app, mcp_session = streamable_http_app(served)
+
+    async def lifespan(_app):
+        if mcp_app is None:
+            yield
+        else:
+            async with mcp_session():
+                yield
+        operations.shutdown()
+
+    app = FastAPI(
+        title=API_TITLE,
+        version=ENGRAM_VERSION,
+        description="Hindsight-compatible memory API over Engram banks, plus Engram's "
+        "own extensions under /engram/v1. Every request carries "
+        "`Authorization: Bearer <token>`.",
+        lifespan=lifespan,
+    )
+    app.state.served = served
+    app.state.operations = operations
+    app.add_exception_handler(EngramError, engram_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.include_router(routes_engram.router)
+    app.include_router(routes_cli.router)  # what routed `engram` commands call
+    app.include_router(routes_hindsight.router)
+    app.include_router(routes_hindsight.unsupported)
+    if mcp_app is not None:
+        # Mounted at the root, after every route: it answers `/mcp` only.
+        app.mount("/", mcp_app)
+    app.openapi = lambda: _openapi(app)
+    app.add_middleware(
+        Guard,
+        token=token,
+        max_body_bytes=max_body_bytes,
+        limits={routes_engram.SNAPSHOT_IMPORT_SUFFIX: max_snapshot_bytes},
+    )
+    return app
+
+
+def _openapi(app: FastAPI) -> dict:
+    """FastAPI's document, saying that every operation needs the bearer token."""
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        schema.setdefault("components", {})["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer"}
+        }
+        schema["security"] = [{"bearer": []}]
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+async def _validation_error(_request, error: RequestValidationError) -> JSONResponse:
+    # FastAPI's own shape (loc names the field), without echoing the input back.
+    detail = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in error.errors()]
+    return JSONResponse({"detail": detail}, status_code=422)

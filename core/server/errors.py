@@ -1,0 +1,78 @@
+"""Engine errors as HTTP answers, and the 422 for a field Engram cannot honour."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import HTTPException, Request
+from fastapi.responses import JSONResponse
+
+from core.providers.llm import LanguageModelError
+from core.reflect import ReflectionError
+from core.snapshot import SnapshotError
+from core.types import (
+    BankExistsError,
+    BankLockedError,
+    BankNotFoundError,
+    EmbeddingMismatchError,
+    EngramError,
+    InvalidInputError,
+)
+
+
+class RetainFailed(EngramError):
+    """No part of a document could be extracted: nothing of it was written (502)."""
+
+
+# Most specific first: the first class an error is an instance of decides.
+STATUS: list[tuple[type[Exception], int]] = [
+    (BankNotFoundError, 404),
+    (BankExistsError, 409),
+    (BankLockedError, 409),
+    (EmbeddingMismatchError, 409),
+    (InvalidInputError, 422),
+    (SnapshotError, 422),
+    (RetainFailed, 502),
+    (ReflectionError, 502),
+    (LanguageModelError, 502),
+    (EngramError, 400),
+]
+
+
+def status_of(error: Exception) -> int:
+    for kind, status in STATUS:
+        if isinstance(error, kind):
+            return status
+    return 500
+
+
+async def engram_error(_request: Request, error: Exception) -> JSONResponse:
+    return JSONResponse({"detail": str(error)}, status_code=status_of(error))
+
+
+def not_found(what: str) -> HTTPException:
+    return HTTPException(404, what)
+
+
+def not_supported(field: str, why: str, where: str = "body") -> HTTPException:
+    """A 422 naming a field Hindsight has and Engram cannot honour."""
+    return HTTPException(
+        422,
+        [
+            {
+                "loc": [where, field],
+                "msg": f"not supported by Engram: {why}",
+                "type": "not_supported",
+            }
+        ],
+    )
+
+
+def refuse(values: dict[str, Any], why: dict[str, str], where: str = "body") -> None:
+    """Refuse the first field in `why` that is set to something other than
+    nothing (None, empty, False): Engram cannot honour it, and silently ignoring
+    it would make the caller believe it did."""
+    for field, reason in why.items():
+        value = values.get(field)
+        if value not in (None, False) and value != [] and value != {}:
+            raise not_supported(field, reason, where)

@@ -1,0 +1,108 @@
+"""Running the app: uvicorn in a daemon thread, on a socket bound before it starts.
+
+Binding first means port 0 works (the kernel picks a free port and `url` says
+which) and a bind error is raised to the caller instead of inside the thread.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+import uvicorn
+
+from core.server.app import create_app
+from core.server.served import ServedBanks
+from core.server.token import ENV
+from core.types import InvalidInputError
+
+START_TIMEOUT = 30.0
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str) -> None:
+    """Refuse to listen beyond loopback unless the token was set on purpose."""
+    if not is_loopback(host) and not os.environ.get(ENV, "").strip():
+        raise InvalidInputError(
+            f"refusing to serve on {host}, which is not a loopback address, without "
+            f"{ENV} set: set it to a long random secret (clients send it as a bearer token)"
+        )
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host.strip("[]"), port, type=socket.SOCK_STREAM
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+@dataclass
+class ServerHandle:
+    url: str
+    _server: uvicorn.Server = field(repr=False)
+    _thread: threading.Thread = field(repr=False)
+    _sock: socket.socket = field(repr=False)
+
+    def stop(self) -> None:
+        """Stop accepting, finish the requests in flight, and return."""
+        self._server.should_exit = True
+        self._thread.join(timeout=30)
+        self._sock.close()
+
+    def __enter__(self) -> ServerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def start_server(
+    served: ServedBanks, host: str, port: int, token: str, **app_options
+) -> ServerHandle:
+    """Serve `served` on host:port (0 = a free port) until `stop()`; returns once it
+    accepts connections. Raises InvalidInputError for a non-loopback host without
+    ENGRAM_API_TOKEN, OSError when the address is taken."""
+    check_bind(host)
+    sock = bind_socket(host, port)
+    app = create_app(served, token, **app_options)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="engram-server", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            sock.close()
+            raise RuntimeError("the server did not start")
+        time.sleep(0.01)
+    return ServerHandle(url_of(sock), server, thread, sock)

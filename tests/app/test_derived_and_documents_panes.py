@@ -1,0 +1,156 @@
+"""The studio side of issue 13's curation items and issue 15's retract review:
+the retract review lists what it hides and keeps the entity selected, the
+pending-jobs indicator runs the rebuilds at once, the Documents pane deletes a
+document (previewed) and undo brings it back, the split dialog lists only facts,
+hide/unhide and a memory added by hand."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QDialog
+
+import app.panes.documents as documents_module
+import app.panes.entities as entities_module
+from app.panes.entity_dialogs import SplitEntityDialog
+from app.panes.memory_dialog import AddMemoryDialog
+from core import Network, UnitStatus
+from tests.app.conftest import wait_idle
+
+PHRASE = "renewal decision"
+
+
+@pytest.fixture
+def window(qtbot, make_window, demo_engine):
+    window = make_window(start=True, engine=demo_engine)
+    qtbot.waitUntil(lambda: window.state.bank is not None)
+    wait_idle(qtbot, window.runner)
+    window.resize(1440, 900)
+    return window
+
+
+def _dana(bank):
+    # "Dana Whitfield" on the whole demo; the two files of the test bank only say "Dana".
+    return next(e for e in bank.entities(include_retracted=True) if e.name.startswith("Dana"))
+
+
+def test_retract_review_lists_the_facts_keeps_the_entity_and_rebuilds_at_once(
+    qtbot, window, monkeypatch, tmp_path
+):
+    bank = window.state.bank
+    dana = _dana(bank)
+    quoting = [u for u in bank.units(Network.OBSERVATION, limit=None) if PHRASE in u.text]
+    assert any(dana.id not in u.entity_ids for u in quoting)
+    pane = window.show_pane("entities")
+    qtbot.waitUntil(lambda: pane.select_entity(dana.name))
+    listed = []
+
+    class Accept(entities_module.RetractEntityDialog):
+        def exec(self):
+            listed.extend(self.facts.item(i).text() for i in range(self.facts.count()))
+            self.grab().save(str(tmp_path / "retract-review.png"))
+            return QDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(entities_module, "RetractEntityDialog", Accept)
+    preview = bank.retract_preview(dana.id)
+    with qtbot.waitSignal(window.state.changed, timeout=60_000):
+        pane.retract_button.click()
+    assert len(listed) == len(preview.facts) > 0
+    assert any(PHRASE in text for text in listed)
+    # The rebuild runs at once, as a job; the indicator ends at none pending.
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    assert bank.pending_jobs() == 0
+    qtbot.waitUntil(lambda: window.jobs_indicator.label.text() == "Jobs: none")
+    assert not [u for u in bank.units(None, limit=None) if PHRASE in u.text]
+    # The entity stays selected, marked retracted, and its page shows what it had.
+    qtbot.waitUntil(lambda: pane.retract_button.text() == "Restore")
+    assert pane.current_entity().id == dana.id
+    qtbot.waitUntil(lambda: PHRASE in pane.facts.toPlainText())
+    assert "Retracted" in pane.facts.toPlainText()
+    window.grab().save(str(tmp_path / "entities-retracted.png"))
+
+
+def test_pending_jobs_indicator_counts_and_runs_them(qtbot, window):
+    bank = window.state.bank
+    bank.retract_entity(_dana(bank).id)  # outside the studio: nothing broadcast
+    indicator = window.jobs_indicator
+    indicator.recount()
+    qtbot.waitUntil(lambda: indicator.pending == bank.pending_jobs() > 0)
+    assert indicator.label.text() == f"Jobs: {indicator.pending} pending"
+    assert indicator.run_button.isVisibleTo(window)
+    indicator.run_button.click()
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    qtbot.waitUntil(lambda: indicator.pending == 0)
+    assert bank.pending_jobs() == 0 and not indicator.run_button.isVisibleTo(window)
+
+
+def test_split_dialog_lists_only_facts_and_wraps_them(qtbot, window):
+    bank = window.state.bank
+    dana = _dana(bank)
+    units = bank.units(entity=dana.id, network=None, limit=None)
+    assert any(u.network == Network.OBSERVATION for u in units)
+    dialog = SplitEntityDialog(dana, units)
+    qtbot.addWidget(dialog)
+    texts = [dialog.facts.item(i).text() for i in range(dialog.facts.count())]
+    assert len(texts) == len([u for u in units if u.network != Network.OBSERVATION])
+    assert dialog.facts.wordWrap()
+    longest = max(units, key=lambda u: len(u.text) if u.network != "observation" else 0)
+    assert longest.text in texts  # whole, not cut
+
+
+def test_documents_pane_deletes_a_previewed_document_and_undo_brings_it_back(
+    qtbot, window, monkeypatch, tmp_path
+):
+    bank = window.state.bank
+    pane = window.show_pane("documents")
+    qtbot.waitUntil(lambda: len(pane.documents) == 2)
+    incident = next(d for d in pane.documents if "atlas-incident" in d.title)
+    assert pane.select_document(incident.id)
+    qtbot.waitUntil(lambda: "Dana" in pane.turns.toPlainText())
+    window.grab().save(str(tmp_path / "documents.png"))
+    listed = []
+
+    class Accept(documents_module.DeleteDocumentDialog):
+        def exec(self):
+            listed.extend(self.units.item(i).text() for i in range(self.units.count()))
+            return QDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(documents_module, "DeleteDocumentDialog", Accept)
+    with qtbot.waitSignal(window.state.changed, timeout=60_000):
+        pane.delete_button.click()
+    assert len(listed) == incident.units and any(PHRASE in t for t in listed)
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    qtbot.waitUntil(lambda: len(pane.documents) == 1)
+    assert incident.id not in {d.id for d in bank.documents()}
+    assert not [u for u in bank.units(None, limit=None) if PHRASE in u.text]
+    window.undo()
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    qtbot.waitUntil(lambda: len(pane.documents) == 2)
+    assert [u for u in bank.units(Network.WORLD, limit=None) if PHRASE in u.text]
+
+
+def test_hide_and_unhide_from_the_detail_and_add_a_memory(qtbot, window):
+    bank = window.state.bank
+    pane = window.show_pane("world")
+    qtbot.waitUntil(lambda: pane.model.rowCount() > 0)
+    unit = bank.units(Network.WORLD, limit=1)[0]
+    pane.set_hidden(unit.id, True)
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    assert bank.unit(unit.id).status == UnitStatus.HIDDEN
+    pane.set_hidden(unit.id, False)
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    assert bank.unit(unit.id).status == UnitStatus.ACTIVE
+
+    dialog = AddMemoryDialog(bank.entities(), Network.WORLD)
+    qtbot.addWidget(dialog)
+    dialog.text.setPlainText("Maya keeps a spare badge for visitors.")
+    dialog.entities.setText("maya, Nobody Known")
+    assert not dialog.ok.isEnabled() and "Nobody Known" in dialog.problem.text()
+    dialog.entities.setText("maya")
+    assert dialog.ok.isEnabled()
+    before = bank.count(Network.WORLD)
+    with qtbot.waitSignal(window.state.changed, timeout=60_000):
+        pane.add_memory(**dialog.values())
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    assert bank.count(Network.WORLD) == before + 1
+    [added] = bank.units(Network.WORLD, text="spare badge", limit=None)
+    assert [bank.entity(e).name for e in added.entity_ids] == ["Maya"]

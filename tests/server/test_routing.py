@@ -1,0 +1,229 @@
+"""`engram` commands aimed at a bank a live `engram serve` owns go through it.
+
+Two data folders start identical (one copied from the other, same ids). The
+commands run directly on the copy, and on the original while a real
+`engram serve` subprocess owns its bank: the outputs must be the same (up to
+timings and the ids of units made by the commands themselves).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from core import Engine
+from core.cli import main as cli_main
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "resources" / "demo"
+BANK = "Routed"
+TOKEN = "routing-test-token-" + "y" * 20
+# What loads or runs the embedding model: a routed command needs none of it.
+MODEL_MODULES = ("torch", "sentence_transformers", "onnxruntime", "tokenizers")
+ENGRAM = [sys.executable, "-c", "import sys; from app.main import main; sys.exit(main())"]
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli_main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def normalised(text: str, new_ids: set[str] = frozenset()) -> str:
+    """Timings vary between two runs, and so do the ids of units the run itself made."""
+    text = re.sub(r"\d+(\.\d+)? ?m?s\b", "<time>", text)
+    for unit_id in new_ids:
+        text = text.replace(unit_id, "<new>")
+    return text
+
+
+@pytest.fixture(scope="module")
+def homes(tmp_path_factory, embedder):
+    """(served home, direct home): the same bank, with the same ids, in both."""
+    served = tmp_path_factory.mktemp("served")
+    with Engine(served, embedder=embedder) as engine:
+        engine.create_bank(BANK).ingest(DEMO / "01-march-kickoff.txt", mode="rules")
+    direct = tmp_path_factory.mktemp("direct")
+    shutil.copytree(served, direct, dirs_exist_ok=True)
+    return served, direct
+
+
+@pytest.fixture(scope="module")
+def server(homes):
+    """`engram serve` on a free port, owning the bank (opened by a first request)."""
+    env = {**os.environ, "ENGRAM_API_TOKEN": TOKEN, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [*ENGRAM, "--home", str(homes[0]), "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        url = None
+        for line in process.stdout:
+            found = re.search(r"http://127\.0\.0\.1:\d+", line)
+            if found:
+                url = found.group(0)
+                break
+        assert url, "engram serve printed no address"
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            assert http.get(f"/engram/v1/banks/{BANK}").status_code == 200
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+@pytest.fixture
+def token_env(monkeypatch):
+    monkeypatch.setenv("ENGRAM_API_TOKEN", TOKEN)
+
+
+def both(homes, *args: str, new_ids: set[str] = frozenset()) -> tuple[str, str]:
+    served, direct = homes
+    code_d, out_d, err_d = run_cli("--home", str(direct), *args)
+    code_r, out_r, err_r = run_cli("--home", str(served), *args)
+    assert (code_r, err_r.strip()) == (code_d, err_d.strip())
+    return normalised(out_d, new_ids), normalised(out_r, new_ids)
+
+
+def test_the_lock_names_the_server_and_a_direct_open_is_refused(homes, server):
+    from core import BankLockedError
+
+    with Engine(homes[0]) as engine, pytest.raises(BankLockedError, match=server):
+        engine.open_bank(BANK)
+
+
+def test_recall_and_listing_through_the_owner_print_what_a_direct_run_prints(
+    homes, server, token_env
+):
+    direct, routed = both(homes, "recall", BANK, "Where did Maya move?", "--budget", "300")
+    assert "Lisbon" in routed and routed == direct
+    direct, routed = both(homes, "memories", "list", BANK, "--limit", "20")
+    assert routed.count("\n") > 5 and routed == direct
+    direct, routed = both(homes, "recall", BANK, "Maya", "--json", "--trace")
+    # The server's link graph is warm ('current'); a direct run builds it ('rebuilt').
+    assert differences(json.loads(routed), json.loads(direct)) == [
+        ".trace.channels.graph.links.state: 'current' != 'rebuilt'"
+    ]
+
+
+def differences(a, b, path: str = "") -> list[str]:
+    """Where two JSON values differ, timings aside (they differ between any two runs)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = (set(a) | set(b)) - {"ms", "timings_ms"}
+        return [d for k in sorted(keys) for d in differences(a.get(k), b.get(k), f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in differences(x, y, f"{path}[{i}]")
+        ]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"[:300]]
+
+
+def test_ingest_and_edit_through_the_owner(homes, server, token_env):
+    served, direct = homes
+    before = set(_ids(direct))
+    args = ("ingest", BANK, str(DEMO / "02-april-planning.txt"), "--mode", "rules", "--quiet")
+    code_d, out_d, _ = run_cli("--home", str(direct), *args)
+    code_r, out_r, _ = run_cli("--home", str(served), *args)
+    assert code_r == code_d == 0 and "documents: 1 ingested" in out_r
+    assert normalised(out_r) == normalised(out_d)
+    new_ids = (set(_ids(direct)) | set(_ids(served))) - before
+    assert new_ids, "the routed ingest wrote nothing"
+
+    unit = sorted(before)[0]
+    direct_out, routed_out = both(homes, "edit", BANK, unit, "--text", "Maya lives in Porto now.")
+    assert routed_out == direct_out and f"edited {unit}" in routed_out
+    direct_out, routed_out = both(
+        homes, "memories", "list", BANK, "--text", "Porto", new_ids=new_ids
+    )
+    assert "Maya lives in Porto now." in routed_out and routed_out == direct_out
+
+
+def _ids(home: Path) -> list[str]:
+    code, out, _ = run_cli("--home", str(home), "memories", "list", BANK, "--limit", "100000")
+    assert code == 0
+    return [line.split()[0] for line in out.splitlines() if not line.startswith("--")]
+
+
+def test_a_routed_recall_as_a_command_loads_no_model(homes, server):
+    """The whole `engram recall` as a user runs it; prints the wall time."""
+    env = {**os.environ, "ENGRAM_API_TOKEN": TOKEN, "PYTHONPATH": str(REPO)}
+    probe = (
+        "import sys; sys.argv = ['engram', *sys.argv[1:]]\n"
+        "from app.main import main\n"
+        "code = main()\n"
+        f"heavy = [m for m in {MODEL_MODULES!r} if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+        "sys.exit(code)\n"
+    )
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "--home", str(homes[0]), "recall", BANK, "Lisbon"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    wall = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    assert "Lisbon" in done.stdout and "HEAVY []" in done.stdout
+    print(f"routed engram recall: {wall:.2f} s wall")
+
+
+def test_an_engine_error_reads_the_same_routed_as_direct(homes, server, token_env):
+    served, direct = homes
+    for args in (
+        ("edit", BANK, "nosuchunit", "--text", "x"),
+        ("recall", BANK, "q", "--budget", "-1"),
+    ):
+        d = run_cli("--home", str(direct), *args)
+        r = run_cli("--home", str(served), *args)
+        assert r == d and r[0] == 1 and r[2].startswith("engram: ")
+    # What cannot go through the owner says so, naming it, and changes nothing.
+    code, _, err = run_cli("--home", str(served), "export", BANK, str(served / "x.engram"))
+    assert code == 1 and server in err and "close the bank there first" in err
+
+
+def test_the_call_route_runs_only_bank_methods_and_never_reads_a_named_file(server):
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=server, headers=headers, timeout=60) as http:
+        call = f"/engram/v1/banks/{BANK}/call"
+        assert http.post(f"{call}/close", json={}).status_code == 404
+        assert http.post(f"{call}/export_snapshot", json={"args": ["/tmp/x"]}).status_code == 404
+        refused = http.post(f"{call}/ingest", json={"args": ["/etc/passwd"]})
+        assert refused.status_code == 400 and "Documents" in refused.json()["detail"]
+        bad = http.post(f"{call}/count", json={"args": [{"$t": "os:system", "v": "x"}]})
+        assert bad.status_code == 422
+        assert (
+            http.post(f"{call}/count", json={}, headers={"Authorization": "Bearer no"}).status_code
+            == 401
+        )
+
+
+def test_values_cross_the_wire_as_the_same_types(homes, server, token_env):
+    from core import Change, Kind
+    from core.server.client import decode, encode
+
+    with Engine(homes[1]) as engine:
+        bank = engine.open_bank(BANK)
+        result = bank.recall("Maya", budget_tokens=200)
+        units = bank.units(limit=5)
+    change = Change.of(added={Kind.UNIT: ["a", "b"]}, removed={Kind.ENTITY: ["c"]})
+    for value in (result, units, change, {"k": (1, 2.5, None)}, frozenset({"a"})):
+        assert decode(json.loads(json.dumps(encode(value)))) == value
