@@ -65,6 +65,9 @@ DEFAULTS: dict[str, Any] = {
     # Packing: within this many places, facts whose source turns are all
     # covered already move below facts that bring new ones (1 = off).
     "recall.source_diversity_window": 1,
+    # Packing: one observation (an entity profile) takes at most this share of
+    # a budget; a longer one is skipped so it cannot crowd the facts out.
+    "recall.observation_max_share": 0.15,
     # Channel weights in fusion (RRF numerators).
     "recall.weight_semantic": 1.0,
     "recall.weight_lexical": 1.0,
@@ -89,6 +92,8 @@ DEFAULTS: dict[str, Any] = {
     # when they also share an entity other than the speakers.
     "retain.opinion_related_similarity": 0.7,
     "retain.opinion_entity_similarity": 0.5,
+    # …or above this one when the fact is spoken by the opinion's own holder.
+    "retain.opinion_holder_similarity": 0.6,
     # Opinions assessed per new fact (each is a model call in llm mode).
     "retain.opinion_candidates": 3,
     # Facts quoted in a rules-mode observation profile.

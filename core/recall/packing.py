@@ -30,13 +30,19 @@ class Packed:
         return self.budget - self.used
 
 
-def pack(tokens: Sequence[int], budget: int) -> Packed:
-    """Greedy packing of items (given by token counts, best first) into `budget`."""
+def pack(
+    tokens: Sequence[int], budget: int, limits: Sequence[int | None] | None = None
+) -> Packed:
+    """Greedy packing of items (given by token counts, best first) into `budget`.
+
+    `limits` (per item, None for none): an item longer than its limit is
+    skipped whatever is left — its fair share of the budget."""
     result = Packed(budget=max(int(budget), 0))
     for index, count in enumerate(tokens):
         if count < 0:
             raise ValueError(f"a token count cannot be negative (item {index}: {count})")
-        if count <= result.left:
+        limit = limits[index] if limits is not None else None
+        if count <= result.left and (limit is None or count <= limit):
             result.taken.append(index)
             result.used += count
         else:

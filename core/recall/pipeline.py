@@ -318,7 +318,10 @@ def recall(
     # -- packing ----------------------------------------------------------------
     t0 = time.perf_counter()
     tokens = TOKEN_COUNTS.count(bank.engine.embedder, [c.text for c in ranked])
-    packed = pack(tokens, budget)
+    # An observation (an entity profile) gets at most a fair share of the budget.
+    share = max(1, int(budget * float(cfg["recall.observation_max_share"])))
+    observation = Network.OBSERVATION.value
+    packed = pack(tokens, budget, [share if c.network == observation else None for c in ranked])
     items = [
         _item(units[ranked[i].unit_id], ranked_scores[i], tokens[i], i + 1) for i in packed.taken
     ]
@@ -445,7 +448,9 @@ def _observations(
     units = get_units(con, order)
     order = [u for u in order if u in units]
     tokens = TOKEN_COUNTS.count(bank.engine.embedder, [units[u].text for u in order])
-    packed = pack(tokens, budget)
+    # With others waiting, no one observation takes more than half of their budget.
+    limit = budget // 2 if len(order) > 1 else None
+    packed = pack(tokens, budget, [limit] * len(order))
     trace["observations"].update(
         packed=[order[i] for i in packed.taken],
         skipped=[order[i] for i in packed.skipped],

@@ -106,7 +106,12 @@ def name_similarity(a: str, b: str) -> float:
         return 0.0
     ta, tb = fa.split(), fb.split()
     short, long_ = (ta, tb) if len(fa) <= len(fb) else (tb, ta)
-    score = fuzz.token_sort_ratio(fa, fb) / 100.0
+    if len(short) == 1 and len(short[0]) < PARTIAL_MIN_CHARS:
+        # A short one-word name is like another only as its start ("Tom" for
+        # "Tomás"): a letter's difference is another name ("Ana" is not "Dana").
+        score = 0.0
+    else:
+        score = fuzz.token_sort_ratio(fa, fb) / 100.0
     if long_[: len(short)] == short:
         # "Northwind" and "Northwind Analytics": one name opens the other.
         score = max(score, 0.9)

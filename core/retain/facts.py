@@ -116,16 +116,16 @@ def verbatim_facts(document: Document, agent_name: str, known: list[str]) -> lis
     seen = {n.casefold() for n in known}
     # Two passes: every name found anywhere in the document is known to every turn.
     for turn in turns:
-        for fact in spotter.extract(Exchange((turn,), turn.session), agent_name, ()):
-            learn_names(known, seen, (m.name for m in fact.entities))
+        for found in spotter.mentions(Exchange((turn,), turn.session), agent_name, ()).values():
+            learn_names(known, seen, (m.name for m in found))
     agent = agent_name.casefold()
     facts = []
     for turn in turns:
         speaker = turn.speaker.strip()
         # A turn without a speaker (an agent's note retained over HTTP) is its text alone.
         mentions = [EntityMention(speaker, "person")] if speaker else []
-        for fact in spotter.extract(Exchange((turn,), turn.session), agent_name, known):
-            mentions += fact.entities
+        for found in spotter.mentions(Exchange((turn,), turn.session), agent_name, known).values():
+            mentions += found
         unique: dict[str, EntityMention] = {}
         for mention in mentions:
             unique.setdefault(mention.name.casefold(), mention)

@@ -6,8 +6,10 @@ each entity whose facts changed, at most one queued job per entity.
 end of `engram ingest`):
 
 - the entity's world and experience facts (never opinions) are gathered;
-- `rules`: an extractive third-person profile — the entity's facts, first
-  person turned into the speaker's name, spread over time when there are many;
+- `rules`: an extractive third-person profile of at most `PROFILE_MAX_TOKENS`
+  tokens — a head line (type, number of facts, dates), then the entity's
+  facts with their dates, one per stretch of time, those the entity is the
+  subject of first; rebuilt from the facts whenever they change;
 - `llm`: a short third-person summary by the model, no opinions (falls back
   to the rules profile when the model gives no usable answer);
 - the result is the entity's one OBSERVATION unit, replaced in place on
@@ -21,7 +23,7 @@ facts left (or is retracted) removes the observation.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -50,6 +52,9 @@ if TYPE_CHECKING:
 JOB_KIND = "observation"
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 MAX_OBSERVATION_CHARS = 4000
+# A rules profile stays this short (tokens): one entity must not crowd a recall
+# budget, and a profile is a summary, not the entity's facts again.
+PROFILE_MAX_TOKENS = 120
 # Facts given to the model for one summary.
 LLM_MAX_FACTS = 40
 # Jobs written per transaction (their profiles are embedded together).
@@ -147,10 +152,58 @@ def _spread(units: Sequence[Unit], limit: int) -> list[Unit]:
     return [units[round(k * step)] for k in range(limit)]
 
 
+def _approx_tokens(text: str) -> int:
+    # About four characters a token for English under WordPiece; the real count
+    # is used when the caller has a tokenizer.
+    return -(-len(text) // 4)
+
+
+_QUOTED_BY = re.compile(r"^[^:]{1,60}\b(?:said|asked|answered):")
+
+
+def _about(fact: Unit, name: str) -> int:
+    """How much a fact tells about the entity: 3 when it is the subject of a
+    narrative fact ("Ann went …"), 2 when the fact is its own words ("Ann said:
+    …"), 1 when it only names it, else 0."""
+    text = fact.text.lstrip()
+    if text.startswith(name):
+        return 2 if _QUOTED_BY.match(text) else 3
+    return 1 if re.search(rf"\b{re.escape(name)}\b", text) else 0
+
+
+def _informative(fact: Unit) -> int:
+    """0-2: facts with more content words say more ("Take a look at this" says little)."""
+    return min(len(re.findall(r"\w{4,}", fact.text)), 12) // 5
+
+
+_FRAME = frozenset({"said", "asked", "answered", "shared"})
+
+
+def _similar(a: str, b: str, name: str) -> bool:
+    """Most of the shorter fact's words are in the other (the entity's name and the
+    attribution words aside): saying it again adds nothing to a profile."""
+    skip = _FRAME | set(name.lower().split())
+    wa = set(re.findall(r"\w{4,}", a.lower())) - skip
+    wb = set(re.findall(r"\w{4,}", b.lower())) - skip
+    return bool(wa and wb) and len(wa & wb) / min(len(wa), len(wb)) > 0.6
+
+
 def rules_profile(
-    entity: Entity, facts: Sequence[Unit], agent_name: str = "", limit: int = 12
+    entity: Entity,
+    facts: Sequence[Unit],
+    agent_name: str = "",
+    limit: int = 12,
+    max_tokens: int = PROFILE_MAX_TOKENS,
+    count_tokens: Callable[[str], int] | None = None,
 ) -> str:
-    """An extractive third-person profile of an entity from its facts (oldest first)."""
+    """A bounded third-person profile of an entity from its facts (oldest first).
+
+    A head line (type, how many facts, over which dates), then up to `limit`
+    facts, each with its date, spread over time: the facts are cut into `limit`
+    stretches of time and each stretch gives its best fact — one the entity is
+    the subject of, then one naming it, then the shortest — while the whole
+    stays within `max_tokens` (the embedder's count when `count_tokens` is given)."""
+    count = count_tokens or _approx_tokens
     seen: set[str] = set()
     unique: list[Unit] = []
     for fact in facts:
@@ -158,7 +211,6 @@ def rules_profile(
         if key not in seen:
             seen.add(key)
             unique.append(fact)
-    chosen = _spread(unique, limit)
     dated = [
         f.occurred_start or f.mentioned_at for f in unique if f.occurred_start or f.mentioned_at
     ]
@@ -170,14 +222,45 @@ def rules_profile(
             if first.date() == last.date()
             else f", {first:%d %B %Y} to {last:%d %B %Y}"
         )
-    count = f"{len(unique)} fact{'s' if len(unique) != 1 else ''}"
-    head = f"{entity.name} ({entity.type}; {count}{span})."
-    lines = []
-    for fact in chosen:
+    count_label = f"{len(unique)} fact{'s' if len(unique) != 1 else ''}"
+    head = f"{entity.name} ({entity.type}; {count_label}{span})."
+
+    def line(fact: Unit) -> str:
         speaker = agent_name if fact.network is Network.EXPERIENCE and agent_name else None
         verbatim = fact.extraction_mode is ExtractionMode.VERBATIM
-        lines.append(_sentence(third_person(fact.text, speaker, verbatim)))
-    text = " ".join([head, *lines])
+        return _sentence(third_person(fact.text, speaker, verbatim))
+
+    # One stretch of time per slot; each stretch offers its facts best first.
+    slots = max(1, min(limit, len(unique)))
+    bounds = [round(k * len(unique) / slots) for k in range(slots + 1)]
+    anchors = [unique.index(u) for u in _spread(unique, slots)]
+    chosen: list[int] = []
+    lines: dict[int, str] = {}
+    used = count(head)
+    about = [_about(f, entity.name) for f in unique]
+    # Facts that name the entity, when there are any: the profile is about it.
+    least = 1 if any(about) else 0
+    for k in range(slots):
+        lo, hi = bounds[k], max(bounds[k + 1], bounds[k] + 1)
+        anchor = min(max(anchors[k], lo), hi - 1)
+        stretch = sorted(
+            range(lo, min(hi, len(unique))),
+            key=lambda i: (-about[i], -_informative(unique[i]), abs(i - anchor)),
+        )
+        for i in stretch:
+            if about[i] < least:
+                break
+            text = line(unique[i])
+            if any(_similar(text, lines[j], entity.name) for j in chosen):
+                continue
+            cost = count(" " + text)
+            if used + cost <= max_tokens:
+                chosen.append(i)
+                lines[i] = text
+                used += cost
+                break
+    body = " ".join(lines[i] for i in sorted(chosen))
+    text = f"{head} {body}".strip()
     return text if len(text) <= MAX_OBSERVATION_CHARS else text[: MAX_OBSERVATION_CHARS - 1] + "…"
 
 
@@ -290,6 +373,7 @@ def process_jobs(
                     profile.agent_name,
                     max_facts,
                     result,
+                    bank.engine.embedder.count_tokens,
                 )
             )
             report(progress, start + len(batch), len(jobs), "observations")
@@ -320,6 +404,7 @@ def _profile(
     agent_name: str,
     max_facts: int,
     result: JobsReport,
+    count_tokens: Callable[[str], int] | None = None,
 ) -> _Profile:
     from core.retain.entities import get_entity
 
@@ -339,7 +424,7 @@ def _profile(
             return out
         except LanguageModelError as error:
             result.notes.append(f"{entity.name}: rules profile ({error})")
-    out.text = rules_profile(entity, out.facts, agent_name, max_facts)
+    out.text = rules_profile(entity, out.facts, agent_name, max_facts, count_tokens=count_tokens)
     return out
 
 

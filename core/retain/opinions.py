@@ -136,6 +136,9 @@ NEGATION_REACH = 3
 # must also share an entity other than the speakers.
 RULES_MIN_SIMILARITY = 0.75
 RULES_STRONG_SIMILARITY = 0.85
+# Rules: what the opinion's own holder says later counts as evidence from this
+# similarity on (sentence embeddings of one topic in chat sit around 0.5-0.7).
+HOLDER_MIN_SIMILARITY = 0.6
 # Rules: a fact without polarity cues this similar restates the opinion.
 RESTATEMENT_SIMILARITY = 0.85
 # Rules: opposite polarity at this similarity is a contradiction, below it a weakening.
@@ -163,6 +166,39 @@ def polarity(text: str) -> int:
     return (total > 0) - (total < 0)
 
 
+# Words that carry no topic: function words, chat words and the attribution.
+_NO_TOPIC = wordset(
+    """
+    that this these those there their them they with from have been were will would could
+    should about your yours what when where which while just really very much more some
+    said asked answered shared thing things stuff time always never also even still
+    like know think feel felt make made makes lots glad sure yeah thanks thank
+    """
+)
+
+
+def _topic(text: str) -> set[str]:
+    """The words of a text that can carry its topic, cut to their first five letters
+    (a crude stem: "adopt", "adopted", "adoption" meet)."""
+    return {
+        w[:5]
+        for w in _words(text)
+        if len(w) >= 4
+        and w not in _NO_TOPIC
+        and w not in _POSITIVE
+        and w not in _NEGATIVE
+        and w not in _NEGATIONS
+        and w not in _HEDGES
+    }
+
+
+def shares_topic(evidence: str, opinion: str, holders: frozenset[str] = frozenset()) -> bool:
+    """Evidence and opinion share a topic word ("Oscar", "pottery"); the holders'
+    own names, in both because they said both, do not count."""
+    names = {w[:5] for h in holders for w in _words(h)}
+    return bool((_topic(evidence) & _topic(opinion)) - names)
+
+
 def hedged(text: str) -> bool:
     words = set(_words(text))
     return bool(words & _HEDGES) or "not sure" in text.lower()
@@ -178,11 +214,43 @@ _REVERSAL = re.compile(
 
 
 def assess_rules(
-    evidence: str, opinion: str, similarity: float, shared_entity: bool = True
+    evidence: str,
+    opinion: str,
+    similarity: float,
+    shared_entity: bool = True,
+    same_holder: bool = False,
+    holder_similarity: float = HOLDER_MIN_SIMILARITY,
+    holders: frozenset[str] = frozenset(),
 ) -> Assessment:
-    """Relation of `evidence` to `opinion` from their similarity and polarity cues."""
+    """Relation of `evidence` to `opinion` from their similarity and polarity cues.
+
+    Evidence from the opinion's own holder counts from `holder_similarity` on,
+    and then only through polarity (both sides must carry a sentiment cue) or a
+    reversal cue: a person judging the same thing again."""
     pe, po = polarity(evidence), polarity(opinion)
     sim = f"similarity {similarity:.2f}"
+    if (
+        same_holder
+        and similarity >= holder_similarity
+        and (
+            similarity < RULES_MIN_SIMILARITY
+            or (not shared_entity and similarity < RULES_STRONG_SIMILARITY)
+        )
+    ):
+        if not shares_topic(evidence, opinion, holders):
+            # "Good to talk to you again" says nothing about "helping out is great":
+            # sentiment alone is everywhere in small talk.
+            return Assessment(Relation.NEUTRAL, f"{sim}, same holder, no word of the topic")
+        reversal = _REVERSAL.search(evidence)
+        if reversal and not _REVERSAL.search(opinion):
+            return Assessment(
+                Relation.CONTRADICT, f"{sim}, same holder, reversal cue {reversal.group(0)!r}"
+            )
+        if pe and po:
+            if pe == po:
+                return Assessment(Relation.REINFORCE, f"{sim}, same holder, same polarity")
+            return Assessment(Relation.WEAKEN, f"{sim}, same holder, opposite polarity")
+        return Assessment(Relation.NEUTRAL, f"{sim}, same holder, no polarity cue decides")
     if similarity < RULES_MIN_SIMILARITY or (
         not shared_entity and similarity < RULES_STRONG_SIMILARITY
     ):
@@ -279,6 +347,8 @@ class OpinionState:
     vector: np.ndarray
     entity_ids: frozenset[str]
     source_ids: frozenset[str] = frozenset()
+    # Who holds it: the speakers of its source turns (casefolded).
+    holders: frozenset[str] = frozenset()
     new: bool = False
     text_changed: bool = False
     touched: bool = False
@@ -307,10 +377,13 @@ def load_opinions(
     """Every active opinion with its vector and entities (opinions are few next to facts)."""
     rows = con.execute(
         "SELECT u.id, u.text, coalesce(u.confidence, 0.5), u.vector,"
-        " list(m.entity_id) FILTER (WHERE m.entity_id IS NOT NULL), u.source_ids"
+        " list(m.entity_id) FILTER (WHERE m.entity_id IS NOT NULL), u.source_ids,"
+        " (SELECT list(DISTINCT lower(t.speaker)) FROM turns t"
+        "  WHERE t.document_id = u.document_id AND list_contains(u.source_ids, t.id))"
         " FROM units u LEFT JOIN mentions m ON m.unit_id = u.id"
         " WHERE u.network = 'opinion' AND u.status = 'active' AND NOT list_contains(?, u.id)"
-        " GROUP BY u.id, u.text, u.confidence, u.vector, u.source_ids, u.created_at"
+        " GROUP BY u.id, u.text, u.confidence, u.vector, u.source_ids, u.created_at,"
+        " u.document_id"
         " ORDER BY u.created_at, u.id",
         [list(exclude_units)],
     ).fetchall()
@@ -322,6 +395,7 @@ def load_opinions(
             vector=np.asarray(r[3], dtype=np.float32),
             entity_ids=frozenset(r[4] or ()),
             source_ids=frozenset(r[5] or ()),
+            holders=frozenset(r[6] or ()),
         )
         for r in rows
     }
@@ -337,9 +411,15 @@ def related_opinions(
     limit: int,
     exclude: str | None = None,
     source_ids: frozenset[str] = frozenset(),
+    speakers: frozenset[str] = frozenset(),
+    holder_similarity: float | None = None,
 ) -> list[tuple[OpinionState, float]]:
     """The opinions a fact may be evidence for, most similar first. An opinion
-    built from the same turns as the fact is not evidence for itself."""
+    built from the same turns as the fact is not evidence for itself.
+
+    A fact spoken by the opinion's holder (`speakers`, casefolded) is related from
+    `holder_similarity` on: what the same person says later about the same
+    thing is the evidence a conversation gives for or against a view."""
     candidates = [s for s in states if s.id != exclude and not (s.source_ids & source_ids)]
     if not candidates or limit <= 0:
         return []
@@ -348,8 +428,11 @@ def related_opinions(
     out = []
     for state, sim in zip(candidates, sims, strict=True):
         sim = float(sim)
-        if sim >= related_similarity or (
-            state.entity_ids & entity_ids and sim >= entity_similarity
+        own = holder_similarity is not None and bool(state.holders & speakers)
+        if (
+            sim >= related_similarity
+            or (state.entity_ids & entity_ids and sim >= entity_similarity)
+            or (own and sim >= holder_similarity)
         ):
             out.append((state, sim))
     out.sort(key=lambda pair: -pair[1])

@@ -372,6 +372,7 @@ class _Run:
         similarity: float,
         shared_entity: bool,
         plan: OpinionPlan,
+        same_holder: bool = False,
     ) -> Assessment:
         if self.lm is not None and self.mode is ExtractionMode.LLM and self.model_down is None:
             check(self.cancel)
@@ -383,7 +384,15 @@ class _Run:
                 plan.fallbacks.append(str(error))
                 if error.kind in ("unreachable", "timeout"):
                     self.model_down = str(error)
-        return assess_rules(evidence, state.text, similarity, shared_entity)
+        return assess_rules(
+            evidence,
+            state.text,
+            similarity,
+            shared_entity,
+            same_holder,
+            float(self.config["retain.opinion_holder_similarity"]),
+            state.holders,
+        )
 
     # -- the report --------------------------------------------------------------
 

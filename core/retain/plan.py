@@ -69,6 +69,7 @@ class IngestRun(Protocol):
         similarity: float,
         shared_entity: bool,
         plan: OpinionPlan,
+        same_holder: bool = False,
     ) -> Assessment: ...
 
 
@@ -402,6 +403,7 @@ def _opinions(
                     vector=vector.copy(),
                     entity_ids=topical,
                     source_ids=frozenset(fact.source_ids),
+                    holders=frozenset(sp.casefold() for sp in fact.speakers),
                     new=True,
                     touched=True,
                 )
@@ -446,10 +448,14 @@ def _assess(
         limit=int(cfg["retain.opinion_candidates"]),
         exclude=exclude,
         source_ids=frozenset(fact.source_ids),
+        speakers=frozenset(sp.casefold() for sp in fact.speakers),
+        holder_similarity=float(cfg["retain.opinion_holder_similarity"]),
     )
+    speakers = frozenset(sp.casefold() for sp in fact.speakers)
     for state, similarity in related:
         shared = bool(state.entity_ids & topical)
-        assessment = run.assessment(fact.text, state, similarity, shared, plan)
+        same_holder = bool(state.holders & speakers)
+        assessment = run.assessment(fact.text, state, similarity, shared, plan, same_holder)
         if assessment.relation is Relation.NEUTRAL:
             continue
         before = state.confidence

@@ -38,16 +38,18 @@ from core.retain.extract import (
     EntityMention,
     Exchange,
     ExtractedFact,
-    is_question,
 )
+from core.retain.gazetteer import is_place, is_region
+from core.retain.statements import FILLER_WORDS, rewrite_is_safe, split_turn
 from core.timeparse import find_time_expressions
 from core.types import ExtractionMode, Network, Turn
 
 __all__ = ["RulesExtractor", "describe_interval", "opinion_confidence", "rewrite_pronouns"]
 
-# A question and its answer become one fact only when both are this short (words).
-QA_MAX_QUESTION_WORDS = 40
-QA_MAX_ANSWER_WORDS = 30
+# An answer's first statement this short (words) leans on the question it answers,
+# which is kept before it in the same fact when the question is short enough.
+QA_MAX_QUESTION_WORDS = 25
+QA_MAX_ANSWER_WORDS = 15
 # Each side of a causal cue needs this many words to stand as a fact of its own.
 MIN_SPLIT_WORDS = 4
 # Strength of a causal link found by a cue phrase (a model may be surer).
@@ -226,6 +228,22 @@ _OPINION_CUES = re.compile(
     r"|\bin\s+my\s+(?:opinion|view)\b|\bmy\s+favou?rite\b",
     re.IGNORECASE,
 )
+# An evaluation: something is judged good or bad ("the event was awesome", "it's
+# so hard", "that sounds boring"). Intensifiers may come between.
+_EVALUATIVE = re.compile(
+    r"\b(?:is|are|was|were|['’]s|['’]re|be|been|looks?|looked|sounds?|sounded|feels?|felt"
+    r"|seems?|seemed|find|found)\s+"
+    r"(?:(?:so|really|very|pretty|super|truly|absolutely|totally|quite|such|too|most"
+    r"|incredibly|extremely|kinda|kind\s+of|a|an|the|bit|little)\s+)*"
+    r"(?:amazing|awesome|great|wonderful|beautiful|terrible|awful|horrible|boring"
+    r"|incredible|fantastic|lovely|gorgeous|inspiring|important|hard|tough|difficult|easy"
+    r"|fun|worth|worthwhile|overrated|underrated|perfect|best|worst|better|worse|nice"
+    r"|exciting|stressful|rewarding|meaningful|valuable|useless|helpful|essential"
+    r"|crucial|powerful|special|precious|scary|frustrating|disappointing|impressive"
+    r"|brilliant|relaxing|therapeutic|healing|challenging|tiring|exhausting|cool"
+    r"|good|bad|delicious|peaceful|magical|unforgettable|stunning)\b",
+    re.IGNORECASE,
+)
 # Hedging and certainty words with the confidence they imply; the most hedged wins.
 _HEDGES: tuple[tuple[re.Pattern[str], float], ...] = (
     (
@@ -249,7 +267,7 @@ _HEDGES: tuple[tuple[re.Pattern[str], float], ...] = (
 
 def opinion_confidence(text: str) -> float | None:
     """None when `text` states no belief or preference; else its confidence from hedging."""
-    if not _OPINION_CUES.search(text):
+    if not _OPINION_CUES.search(text) and not _EVALUATIVE.search(text):
         return None
     levels = [level for pattern, level in _HEDGES if pattern.search(text)]
     return min(levels) if levels else PLAIN_OPINION_CONFIDENCE
@@ -275,6 +293,16 @@ _CAUSAL_CUES: tuple[tuple[re.Pattern[str], bool], ...] = (
     (re.compile(r"\bbecause\b(?!\s+of\b)|['’]cause\b|\bcuz\b", re.I), False),
 )
 _CAPTION = re.compile(r"\[image[^\]]*\]")
+# A cue opening a statement: the statement before it is the cause.
+_OPENING_CUE = re.compile(
+    r"\s*(?:as\s+a\s+result|therefore|(?:that|this)(?:['’]s|\s+is)\s+why"
+    r"|because\s+of\s+(?:that|this|it))\b[\s,]*",
+    re.IGNORECASE,
+)
+# Code in backticks names no entities, nor does a run of capitalised words
+# ("CREATE INDEX CONCURRENTLY", "JUST DOING IT"): code or shouting.
+_CODE = re.compile(r"`[^`]*`")
+_SHOUTING = re.compile(r"\b[A-Z][A-Z'’]+(?:[ \t]+[A-Z][A-Z'’]+)+\b")
 _TRIM = " \t\n,;:-–—"
 
 
@@ -410,6 +438,10 @@ def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
         if current is not None:
             current.after = after
             spans.append(current)
+            # A lone capitalised word mid-sentence is a name wherever it appears;
+            # a word of a longer name ("Finding Freedom") is not evidence for itself.
+            if not current.initial and len(current.words) == 1:
+                mid.add(current.words[0].casefold())
             current = None
 
     k = 0
@@ -431,8 +463,6 @@ def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
                 current = _Span([word], initial, (recent[-2], recent[-1]))
             else:
                 current.words.append(word)
-            if not initial:
-                mid.add(word.casefold())
         elif current is not None and token.lower() in _JOINERS:
             # "University of Texas", "Lord of the Rings": a joiner only between capitals.
             joined = [token.lower()]
@@ -448,8 +478,12 @@ def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
             close(token)
         initial = False
         recent = [recent[-1], token.lower()]
-        if word != token:  # a possessive ends the name
-            close("'s")
+        if word != token:  # a possessive ends the name…
+            nxt = tokens[k] if k < len(tokens) else ""
+            if current is not None and len(current.words) == 1 and _is_capitalised(nxt):
+                current.words[-1] = token  # …unless a title goes on: "Charlotte's Web"
+            else:
+                close("'s")
     close("")
     return spans, mid
 
@@ -460,17 +494,48 @@ _GREETINGS = _wordset(
 )
 
 
+# Words before a name that say it is a person: "my wife Ana", "her friend Jo".
+_PERSON_BEFORE = _wordset(
+    "wife husband partner girlfriend boyfriend fiance fiancee friend friends buddy pal "
+    "bestie sister brother sis bro mom mum mother dad father mommy daddy son daughter "
+    "kid kids baby grandma grandpa grandmother grandfather aunt uncle cousin niece "
+    "nephew boss manager colleague coworker co-worker neighbor neighbour teacher coach "
+    "mentor doctor therapist roommate classmate named called"
+)
+
+
+# "… at X" is an employer after these words.
+_ORG_BEFORE_AT = _wordset(
+    "job jobs work works worked working intern interned internship employed career "
+    "shift position role"
+)
+
+
+def _nickname(word: str, persons: set[str]) -> bool:
+    """A short form of a speaker's first name: "Mel" for Melanie, "Jo" for Joanna."""
+    key = word.casefold()
+    return len(key) >= 2 and any(
+        p.split()[0].startswith(key) and p.split()[0] != key for p in persons if p
+    )
+
+
 def _span_type(span: _Span, persons: set[str]) -> str:
-    """A cheap guess from the span's own words and its neighbours."""
+    """The type the evidence around the span supports, person evidence first."""
     name = " ".join(span.words)
+    before2, before1 = span.before
     if name.casefold() in persons or span.words[0] in _PERSON_TITLES:
+        return "person"
+    if before1 in _PERSON_BEFORE or (len(span.words) == 1 and _nickname(name, persons)):
         return "person"
     last = span.words[-1].casefold()
     if last in _ORG_SUFFIXES:
         return "org"
-    if last in _PLACE_SUFFIXES:
+    if last in _PLACE_SUFFIXES or is_place(name):
         return "place"
-    before2, before1 = span.before
+    if before1 == "at" and before2 in _ORG_BEFORE_AT:
+        return "org"  # "my job at Door Dash"
+    if before1 == "by" and len(span.words) >= 2:
+        return "person"  # a full name after "by": an author, an artist
     if before1 in _PLACE_BEFORE or (before1 == "to" and before2 in _PLACE_BEFORE_TO):
         return "place"
     # Someone addressed by name: "Hey Mel!", "Thanks, Jo."
@@ -479,6 +544,24 @@ def _span_type(span: _Span, persons: set[str]) -> str:
     ):
         return "person"
     return "other"
+
+
+# Chat abbreviations written in capitals that name nothing.
+_CHAT_ABBREVIATIONS = _wordset(
+    "fyi btw lol lmao omg tbh idk imo imho asap rsvp ttyl brb np thx pls plz aka diy "
+    "tl dr tldr irl afaik fwiw smh rofl ikr"
+)
+# An all-capital word longer than this is a keyword or shouting, not an acronym.
+MAX_ACRONYM_LETTERS = 5
+
+
+def _not_a_name(word: str) -> bool:
+    key = _apostrophes(word).casefold()
+    return key in FILLER_WORDS or key in _CHAT_ABBREVIATIONS
+
+
+def _shouted(word: str) -> bool:
+    return sum(c.isalpha() for c in word) >= 2 and word.isupper()
 
 
 def _guess_type(name: str, persons: set[str]) -> str:
@@ -496,7 +579,8 @@ class _KnownIndex:
             words = tuple(w.casefold() for w in _NAME_WORD.findall(name))
             if words:
                 self.by_first.setdefault(words[0], []).append((words, name))
-                self.words.update(words)
+                if len(words) == 1:  # a word of a longer name is no name by itself
+                    self.words.update(words)
 
     def find(self, text: str) -> list[str]:
         if not self.by_first:
@@ -511,6 +595,15 @@ class _KnownIndex:
 
 
 # ---- time ----------------------------------------------------------------------
+
+
+# A past-tense verb: a regular "-ed" form or a common irregular one.
+_PAST = re.compile(
+    r"\b(?:was|were|had|did|went|got|made|took|saw|came|felt|found|met|began|became|"
+    r"bought|brought|told|said|spent|left|kept|heard|held|ran|sat|won|wrote|gave|grew|"
+    r"drove|ate|flew|rode|sang|swam|wore|built|chose|[a-z]{2,}ed)\b",
+    re.IGNORECASE,
+)
 
 
 def _day(when: datetime) -> tuple[datetime, datetime]:
@@ -564,10 +657,12 @@ def _with_date(text: str, label: str | None) -> str:
 
 @dataclass(frozen=True)
 class _Piece:
-    """What one fact is built from: one segment of a turn, or a question and its answer."""
+    """What one fact is built from: one statement of a turn, maybe with the question
+    it answers before it (then `segments` is (question, answer))."""
 
     segments: tuple[tuple[Turn, str], ...]
     addressee: str | None
+    caption: bool = False
 
     @property
     def question(self) -> bool:
@@ -576,7 +671,7 @@ class _Piece:
 
 @dataclass(frozen=True)
 class _Group:
-    """One fact, or two halves of a turn around a causal cue."""
+    """One fact, or two halves of a statement around a causal cue."""
 
     pieces: tuple[_Piece, ...]
     cause_first: bool = True
@@ -596,40 +691,62 @@ def _addressee(turns: Sequence[Turn], i: int) -> str | None:
     return others.pop() if len(others) == 1 else None
 
 
-def _plan(turns: Sequence[Turn]) -> list[_Group]:
+def _statement_group(turn: Turn, text: str, addressee: str | None) -> _Group:
+    split = _causal_split(text)
+    if split is None:
+        return _Group((_Piece(((turn, text),), addressee),))
+    return _Group(
+        (
+            _Piece(((turn, split.first),), addressee),
+            _Piece(((turn, split.second),), addressee),
+        ),
+        split.cause_first,
+    )
+
+
+def _plan(turns: Sequence[Turn], names: frozenset[str]) -> list[_Group]:
+    """Each turn's statements (statements.py), one group each; the first statement
+    of an answer carries the question it answers when it is short."""
     groups: list[_Group] = []
-    i = 0
-    while i < len(turns):
-        turn = turns[i]
-        nxt = turns[i + 1] if i + 1 < len(turns) else None
-        if (
-            nxt is not None
-            and nxt.speaker != turn.speaker
-            and is_question(turn.text)
-            and _words(turn.text) <= QA_MAX_QUESTION_WORDS
-            and _words(nxt.text) <= QA_MAX_ANSWER_WORDS
-            and _causal_split(nxt.text) is None
-        ):
-            segments = ((turn, turn.text.strip()), (nxt, nxt.text.strip()))
-            groups.append(_Group((_Piece(segments, nxt.speaker),)))
-            i += 2
-            continue
+    pending: tuple[Turn, str] | None = None  # the previous turn's last question
+    for i, turn in enumerate(turns):
+        split = split_turn(turn.text, names)
         addressee = _addressee(turns, i)
-        split = _causal_split(turn.text.strip())
-        if split is None:
-            groups.append(_Group((_Piece(((turn, turn.text.strip()),), addressee),)))
-        else:
-            groups.append(
-                _Group(
-                    (
-                        _Piece(((turn, split.first),), addressee),
-                        _Piece(((turn, split.second),), addressee),
-                    ),
-                    split.cause_first,
-                )
-            )
-        i += 1
+        asked = pending if pending is not None and pending[0].speaker != turn.speaker else None
+        for n, statement in enumerate(split.statements):
+            if statement.caption:
+                groups.append(_Group((_Piece(((turn, statement.text),), addressee, True),)))
+                continue
+            if (
+                n == 0
+                and asked is not None
+                and _words(asked[1]) <= QA_MAX_QUESTION_WORDS
+                and (statement.answer_opener or _words(statement.text) <= QA_MAX_ANSWER_WORDS)
+            ):
+                groups.append(_Group((_Piece((asked, (turn, statement.text)), turn.speaker),)))
+                continue
+            cue = _OPENING_CUE.match(statement.text)
+            last = groups[-1] if n > 0 and groups else None
+            if cue and last is not None and len(last.pieces) == 1 and not last.pieces[0].caption:
+                # "I lost my job. As a result, we moved.": the statement before is the cause.
+                effect = _Piece(((turn, statement.text[cue.end() :]),), addressee)
+                groups[-1] = _Group((last.pieces[0], effect), cause_first=True)
+                continue
+            groups.append(_statement_group(turn, statement.text, addressee))
+        pending = (turn, split.question) if split.question else None
     return groups
+
+
+def _in_own_voice(text: str, speaker: str, addressee: str | None, prefix: bool = True) -> str:
+    """A statement in the third person when that is safe ("I went" -> "Ann went"),
+    else in its own words, attributed ("Ann said: we loved it")."""
+    if not speaker.strip():
+        return text  # a note without a speaker (retained over HTTP) stays as written
+    if rewrite_is_safe(text) and _FIRST_PERSON.search(text):
+        body = rewrite_pronouns(text, speaker, addressee)
+        if re.search(rf"\b{re.escape(speaker)}\b", body):
+            return body  # "Yesterday Ann went …": the speaker is named in it
+    return f"{speaker} said: {text}" if prefix else text
 
 
 def _unique(mentions: Iterable[EntityMention]) -> tuple[EntityMention, ...]:
@@ -662,12 +779,10 @@ class RulesExtractor:
             self._known_key, self._known = key, _KnownIndex(key)
         return self._known
 
-    def extract(
+    def _context(
         self, exchange: Exchange, agent_name: str, known_entities: Sequence[str]
-    ) -> list[ExtractedFact]:
+    ) -> tuple[list[Turn], _Context]:
         turns = [t for t in exchange.turns if t.text.strip()]
-        if not turns:
-            return []
         context = _Context(
             agent=agent_name.strip().casefold(),
             persons=self._persons,
@@ -676,14 +791,44 @@ class RulesExtractor:
         )
         self._persons.update(t.speaker.casefold() for t in turns)
         for turn in turns:
-            spans, mid = _capitalised_spans(turn.text)
+            spans, mid = _capitalised_spans(_SHOUTING.sub(" ", _CODE.sub(" ", turn.text)))
             context.spans[turn.id] = spans
             context.mid_sentence |= mid
             context.heads.update(sp.words[0].casefold() for sp in spans if not sp.initial)
         context.mid_sentence |= context.known.words
+        return turns, context
 
+    def mentions(
+        self, exchange: Exchange, agent_name: str, known_entities: Sequence[str]
+    ) -> dict[str, tuple[EntityMention, ...]]:
+        """The entity mentions of each turn, whole (questions and greetings included):
+        what verbatim mode, which stores whole turns, links them to."""
+        turns, context = self._context(exchange, agent_name, known_entities)
+        return {
+            turn.id: context.entities_of(_Piece(((turn, turn.text),), _addressee(turns, i)))
+            for i, turn in enumerate(turns)
+        }
+
+    def extract(
+        self, exchange: Exchange, agent_name: str, known_entities: Sequence[str]
+    ) -> list[ExtractedFact]:
+        turns, context = self._context(exchange, agent_name, known_entities)
+        if not turns:
+            return []
+        # Names set aside when telling a filler ("Thanks, Mel!") from a statement.
+        names = (
+            frozenset(w.casefold() for t in turns for w in _WORD.findall(t.speaker))
+            | frozenset(self._persons)
+            | frozenset(
+                w.casefold()
+                for spans in context.spans.values()
+                for sp in spans
+                if len(sp.words) == 1 and _span_type(sp, self._persons) == "person"
+                for w in sp.words
+            )
+        )
         facts: list[ExtractedFact] = []
-        for group in _plan(turns):
+        for group in _plan(turns, names):
             built = [context.fact(piece) for piece in group.pieces]
             if len(built) == 2:
                 base = len(facts)
@@ -709,12 +854,15 @@ class _Context:
     spans: dict[str, list[_Span]] = field(default_factory=dict)
     mid_sentence: set[str] = field(default_factory=set)
     heads: set[str] = field(default_factory=set)  # words that open a name mid-sentence
+    # The last time expression seen in each turn, for its later statements.
+    turn_time: dict[str, tuple[datetime, datetime]] = field(default_factory=dict)
 
     def fact(self, piece: _Piece) -> ExtractedFact:
         turns = tuple(dict.fromkeys(turn for turn, _ in piece.segments))
         when = next((t.timestamp for t in turns if t.timestamp is not None), self.session_time)
         start, end = self._occurred(piece, when)
-        confidence = self._opinion(piece)
+        # A question and its answer are a fact about the exchange, never an opinion.
+        confidence = None if piece.question else self._opinion(piece)
         if confidence is not None:
             network = Network.OPINION
         elif self._agent_speaks_for_self(piece):
@@ -730,7 +878,7 @@ class _Context:
             occurred_start=start,
             occurred_end=end,
             mentioned_at=when,
-            entities=self._entities(piece),
+            entities=self.entities_of(piece),
             causal=(),
             source_ids=tuple(t.id for t in turns),
             confidence=confidence,
@@ -740,16 +888,20 @@ class _Context:
     # -- parts of a fact --
 
     def _narrate(self, piece: _Piece) -> str:
+        if piece.caption:
+            ((turn, caption),) = piece.segments
+            inner = caption.strip("[] ").removeprefix("image:").strip()
+            if not turn.speaker.strip():
+                return caption
+            if inner.lower().startswith(("a ", "an ")):
+                return f"{turn.speaker} shared {inner}"
+            return f"{turn.speaker} shared an image: {inner}"
         if piece.question:
             (q_turn, question), (a_turn, answer) = piece.segments
-            q = rewrite_pronouns(question, q_turn.speaker, a_turn.speaker)
-            a = rewrite_pronouns(answer, a_turn.speaker, q_turn.speaker)
-            return f"{q_turn.speaker} asked: {q} {a_turn.speaker} answered: {a}"
+            body = _in_own_voice(answer, a_turn.speaker, q_turn.speaker, prefix=False)
+            return f"{q_turn.speaker} asked: {question} {a_turn.speaker} answered: {body}"
         ((turn, text),) = piece.segments
-        body = rewrite_pronouns(text, turn.speaker, piece.addressee)
-        if body.startswith(turn.speaker):
-            return body  # "Caroline went …": the speaker is already the subject
-        return f"{turn.speaker} said: {body}"
+        return _in_own_voice(text, turn.speaker, piece.addressee)
 
     def _occurred(
         self, piece: _Piece, when: datetime | None
@@ -760,11 +912,21 @@ class _Context:
         for _, text in reversed(piece.segments):
             for interval in find_time_expressions(text, when):
                 if not interval.is_open and interval.end > interval.start:
-                    return interval.start, interval.end
+                    found = interval.start, interval.end
+                    self.turn_time[piece.segments[-1][0].id] = found
+                    return found
+        # A narrative keeps its time: "Last week I ran a race. I raised $500." —
+        # for a statement of what happened (past tense), not "I'm so proud".
+        inherited = self.turn_time.get(piece.segments[-1][0].id)
+        if inherited is not None and _PAST.search(piece.segments[-1][1]):
+            return inherited
         return _day(when)
 
     def _opinion(self, piece: _Piece) -> float | None:
-        # A question ("do you think…?") states no belief; only the answer can.
+        # A question ("do you think…?") states no belief; only the answer can,
+        # and an image caption describes, it does not judge.
+        if piece.caption:
+            return None
         _, text = piece.segments[-1]
         return opinion_confidence(_CAPTION.sub("", text))
 
@@ -779,7 +941,7 @@ class _Context:
                 return True
         return False
 
-    def _entities(self, piece: _Piece) -> tuple[EntityMention, ...]:
+    def entities_of(self, piece: _Piece) -> tuple[EntityMention, ...]:
         mentions: list[EntityMention] = []
         for turn, _ in piece.segments:
             mentions.append(EntityMention(turn.speaker, "person"))
@@ -807,13 +969,21 @@ class _Context:
             head = rest[0].casefold()
             if head in self.persons or head in self.heads:
                 words = rest
+        while words and (span.initial or len(words) == 1) and _not_a_name(words[0]):
+            words = words[1:]  # "Perfect Caroline": an interjection is not part of it
+        if not words:
+            return []
+        if sum(1 for w in words if _shouted(w)) >= 2:
+            return []  # code or shouting: "CREATE INDEX CONCURRENTLY"
         if len(words) == 1:
             word = words[0]
             letters = sum(c.isalpha() for c in word)
             if letters < 2 and not word[0].isdigit():
                 return []
-            if word.isupper() and letters > 5 and not self._seen(word):
-                return []  # shouting: "INTENSE"
+            if word.isupper() and letters > MAX_ACRONYM_LETTERS:
+                return []  # a keyword or shouting: "CONCURRENTLY", "INTENSE"
+            if "&" in word and all(len(part) <= 1 for part in word.split("&")):
+                return []  # "R&R", "Q&A"
             if span.initial and words is span.words and not self._stands_alone(word):
                 return []
         return words
@@ -824,7 +994,7 @@ class _Context:
 
     def _stands_alone(self, word: str) -> bool:
         """A capitalised word opening a sentence is a name only with other evidence."""
-        if self._seen(word):
+        if self._seen(word) or is_region(word):
             return True
         letters = [c for c in word if c.isalpha()]
         # LGBTQ, NASA, iPhone-like inner capitals.

@@ -131,10 +131,16 @@ def test_third_person_and_rules_profile() -> None:
     assert third_person("Alice said: I went home.") == "Alice said: I went home."
     from core.types import Unit
 
+    # Distinct facts (a profile does not repeat near-identical ones).
+    words = (
+        "apple birch cedar delta ember fjord grape harbor igloo jungle kayak lemon mango "
+        "nectar olive pepper quartz raven salmon tulip umber violet walnut xenon yarrow "
+        "zephyr amber basil clover dune"
+    ).split()
     facts = [
         Unit(
             str(i),
-            f"Fact number {i} about Priya.",
+            f"Priya and {words[i]}.",
             Network.WORLD,
             occurred_start=DAY + timedelta(days=i),
         )
@@ -142,8 +148,8 @@ def test_third_person_and_rules_profile() -> None:
     ]
     text = rules_profile(Entity("e", "Priya", "person"), facts, limit=5)
     assert text.startswith("Priya (person; 30 facts, 01 March 2024 to 30 March 2024).")
-    assert text.count("Fact number") == 5
-    assert "Fact number 0 " in text and "Fact number 29 " in text
+    assert text.count("Priya and") == 5
+    assert "Priya and apple." in text and "Priya and dune." in text
 
 
 def test_observations_are_queued_generated_and_replaced(bank) -> None:
