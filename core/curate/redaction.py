@@ -37,14 +37,22 @@ MIN_NAME = 2
 @functools.cache
 def common_words() -> frozenset[str]:
     """Lower-case English words: the embedding model's own word-piece vocabulary
-    (whole words only), shipped with the model package, so nothing is fetched."""
+    (whole words only), shipped with the model package, so nothing is fetched.
+
+    The packaged model folder carries the vocabulary inside tokenizer.json (the
+    WordPiece model's "vocab"); a folder with the older vocab.txt is read too."""
     try:
         from core.providers.embedder import default_model_path
 
-        lines = (default_model_path() / "vocab.txt").read_text("utf-8").split("\n")
+        folder = default_model_path()
+        tokenizer = folder / "tokenizer.json"
+        if tokenizer.is_file():
+            words = list(json.loads(tokenizer.read_text("utf-8"))["model"]["vocab"])
+        else:
+            words = (folder / "vocab.txt").read_text("utf-8").split("\n")
     except Exception:  # noqa: BLE001 - without the list, every case matches (safer)
         return frozenset()
-    return frozenset(w for w in lines if w.isalpha() and w.islower() and len(w) > 1)
+    return frozenset(w for w in words if w.isalpha() and w.islower() and len(w) > 1)
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,8 @@ def test_an_open_that_fails_finishing_a_purge_releases_the_lock(tmp_path, monkey
             raise OSError(errno.ENOSPC, "No space left on device")
 
         with monkeypatch.context() as patch:
-            patch.setattr(engine_module, "finish_pending_purge", broken)
+            # The engine imports it when a bank opens, so the module attribute is the seam.
+            patch.setattr(purge, "finish_pending_purge", broken)
             with pytest.raises(OSError):
                 engine.open_bank("b")
         assert engine.open_bank("b").store.meta(purge.PENDING_KEY) is None

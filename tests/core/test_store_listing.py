@@ -53,6 +53,20 @@ def populated(tmp_path_factory, embedder):
     engine.close()
 
 
+def in_range(u: NewUnit, start: datetime | None, end: datetime | None) -> bool:
+    """The unit's occurrence overlaps [start, end): an interval [s, e) with e > s
+    (its end exclusive) when s < end and e > start; an instant (no end, or an end
+    not after its start) when start <= s < end. A unit with no date is in no range."""
+    s, e = u.occurred_start, u.occurred_end
+    if s is None:
+        return False
+    if end is not None and not s < end:
+        return False
+    if start is None:
+        return True
+    return e > start if e is not None and e > s else s >= start
+
+
 def model_select(units, network, text, entity, start, end, min_conf, order, descending):
     def keep(u: NewUnit) -> bool:
         if network is not None and str(u.network) not in network:
@@ -63,10 +77,7 @@ def model_select(units, network, text, entity, start, end, min_conf, order, desc
             entity in (e, ENTITIES[e], ENTITIES[e].lower()) for e in u.entity_ids
         ):
             return False
-        if end is not None and not (u.occurred_start is not None and u.occurred_start < end):
-            return False
-        last = u.occurred_end or u.occurred_start
-        if start is not None and not (last is not None and last >= start):
+        if (start is not None or end is not None) and not in_range(u, start, end):
             return False
         return not (min_conf is not None and (u.confidence is None or u.confidence < min_conf))
 
@@ -117,6 +128,32 @@ def test_units_filters_and_order_match_a_python_model(
     )
     assert [u.id for u in page] == [u.id for u in expected[offset : offset + limit]]
     assert bank.count(sorted(network) if network else None, **filters) == len(expected)
+
+
+def test_from_leaves_out_an_interval_ending_on_it(populated):
+    """The boundary the property test turns on, checked every run: an interval's end
+    is exclusive, so one ending on the From date is over, one ending a day later is
+    not, and an instant on the From date is in (issue 13, item 12)."""
+    bank, units = populated
+    intervals = [u for u in units if u.occurred_end and u.occurred_end > u.occurred_start]
+    instants = [u for u in units if u.occurred_start and not u.occurred_end]
+    assert intervals and instants
+    for unit in intervals[:10]:
+        on_end = {u.id for u in bank.units(start=unit.occurred_end, limit=None)}
+        day_before = {
+            u.id for u in bank.units(start=unit.occurred_end - timedelta(days=1), limit=None)
+        }
+        assert unit.id not in on_end and unit.id in day_before
+        assert not in_range(unit, unit.occurred_end, None)
+        assert in_range(unit, unit.occurred_end - timedelta(days=1), None)
+    for unit in instants[:10]:
+        at = {u.id for u in bank.units(start=unit.occurred_start, limit=None)}
+        after = {
+            u.id for u in bank.units(start=unit.occurred_start + timedelta(days=1), limit=None)
+        }
+        assert unit.id in at and unit.id not in after
+        assert in_range(unit, unit.occurred_start, None)
+        assert not in_range(unit, unit.occurred_start + timedelta(days=1), None)
 
 
 def test_units_carry_their_entities(populated):

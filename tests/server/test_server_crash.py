@@ -6,6 +6,12 @@ The server runs forked from the crash tests' forkserver (tests/support), which
 imported torch and the engine once, so a restart costs the model's weights and
 the bank's open, not the imports. A client thread retains one document per
 request; only a 200 counts as acknowledged.
+
+The notes differ only in their numbers, so retain's near-duplicate merge
+(`retain.duplicate_similarity`, cosine 0.95) would fold about one in eight of
+them into a neighbour's unit (its document and turn stored, no unit of its own).
+The bank turns that merge off, so every acknowledged note must have a unit of
+its own, with its exact text (verbatim mode keeps a speakerless turn as it is).
 """
 
 from __future__ import annotations
@@ -73,7 +79,9 @@ def serve_until_killed(home, first: int, rng: random.Random, acknowledged: list[
 def test_sigkill_mid_retain_loses_nothing_acknowledged(tmp_path, embedder):
     home = tmp_path / "home"
     with Engine(home, embedder=embedder) as engine:
-        engine.create_bank("crash")
+        bank = engine.create_bank("crash")
+        # No cosine exceeds 1: no note is merged into another's unit.
+        bank.set_profile(config={"retain.duplicate_similarity": 1.01})
     rng = random.Random(20261201)
     acknowledged: list[int] = []
     first = 0
@@ -89,5 +97,7 @@ def test_sigkill_mid_retain_loses_nothing_acknowledged(tmp_path, embedder):
         assert not missing, missing
         for n in acknowledged:
             assert bank.turns(f"note-{n}")[0].text == text_of(n)
+        assert bank.config["retain.duplicate_similarity"] > 1
         texts = {u.text for u in bank.units(limit=None)}
-        assert text_of(acknowledged[-1]) in texts
+        without_unit = [n for n in acknowledged if text_of(n) not in texts]
+        assert not without_unit, without_unit
