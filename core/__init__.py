@@ -11,7 +11,7 @@ to the table: "Name": "module", or "Name": "module:attribute" for a rename.
 
 from __future__ import annotations
 
-import importlib
+from core.lazy import lazy_exports
 
 _EXPORTS = {
     "activation_params": "core.recall.settings",
@@ -85,15 +85,4 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
-    target = _EXPORTS.get(name)
-    if target is None:
-        raise AttributeError(f"module 'core' has no attribute {name!r}")
-    module, _, attribute = target.partition(":")
-    value = getattr(importlib.import_module(module), attribute or name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports("core", _EXPORTS, globals())

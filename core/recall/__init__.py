@@ -10,7 +10,7 @@ for its choices without loading the stores.
 
 from __future__ import annotations
 
-import importlib
+from core.lazy import lazy_exports
 
 _EXPORTS = {
     "Candidate": "core.recall.rerank",
@@ -28,8 +28,4 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'core.recall' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports("core.recall", _EXPORTS, globals())

@@ -9,7 +9,9 @@ so importing `core.retain.importers` alone stays cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from core.retain.observations import JobsReport, process_jobs
@@ -36,10 +38,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'core.retain' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports("core.retain", _WHERE, globals())

@@ -6,6 +6,8 @@ serialises writes; `create_app` builds the FastAPI app over it;
 `start_server` runs it with uvicorn in a daemon thread.
 """
 
+from core.lazy import lazy_exports
+
 __all__ = ["ServedBanks", "ServerHandle", "api_token", "create_app", "start_server"]
 
 # Loaded on first use: a routed `engram` command imports core.server.client,
@@ -19,10 +21,4 @@ _NAMES = {
 }
 
 
-def __getattr__(name: str):
-    module = _NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'core.server' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports("core.server", _NAMES, globals())
