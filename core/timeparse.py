@@ -999,7 +999,7 @@ def _day_of_month(ref: datetime, day: int, mode: str) -> Interval | None:
 
 _AFTER_ORDINAL_RE = re.compile(
     r"\s*(?:$|[,.;:!?)]|(?:at|in|and|or|when|so|but|because|to|with|we|i|he|she|they|you|it|"
-    r"this|that|for|from|until|till)\b)",
+    r"this|that|for|from|until|till|after|before)\b)",
     re.I,
 )
 

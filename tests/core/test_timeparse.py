@@ -534,3 +534,11 @@ def test_the_past_tense_outweighs_a_progressive_in_the_same_sentence():
     sentence = "That fits what changed in June: Tomás is using live pairing for the handover"
     [when] = find_time_expressions(sentence, datetime(2025, 7, 3, 10))
     assert when.start == datetime(2025, 6, 1)
+
+
+def test_a_day_of_the_month_before_after_or_before_is_a_date():
+    # "met back up with the team on the 15th after the trip", said on 17 August.
+    ref = datetime(2023, 8, 17, 14, 0)
+    [found] = find_time_expressions("I met back up with them on the 15th after my trip", ref)
+    assert (found.start, found.end) == (d(2023, 8, 15), d(2023, 8, 16))
+    assert find_time_expressions("the office is on the 5th floor after the lifts", ref) == []
