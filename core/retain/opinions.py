@@ -276,11 +276,24 @@ def hedged(text: str) -> bool:
 # was a long process, but now I'm ready" tells a change of situation, and "I
 # used to hate it, but now I love it" is read by polarity after the "but".
 _REVERSAL = re.compile(
-    r"\b(?:after\s+all|actually|no\s+longer|not\s+any\s*more|changed\s+(?:his|her|their|my|its)\s+mind|"
+    r"\b(?:after\s+all|no\s+longer|not\s+any\s*more|changed\s+(?:his|her|their|my|its)\s+mind|"
     r"turned\s+out|(?:was|were)\s+wrong|now\s+(?:thinks|believes|prefers|says)|"
-    r"contrary\s+to|instead\s+of)\b",
+    r"contrary\s+to)\b",
     re.I,
 )
+# Words that take a belief back only when a belief follows them: "Actually Tomás
+# prefers live pairing now" does, but in chat "actually" is mostly emphasis ("Great
+# actually!", "Joanna actually started a book") and "instead of" tells what someone
+# did ("instead of getting stuck, John worked hard").
+_WEAK_REVERSAL = re.compile(
+    r"\b(?:actually|instead\s+of)\b(?=[^.!?]*\b(?:thinks?|thought|believes?|believed|"
+    r"prefers?|preferred|says?|said|decided|realized|realised)\b)",
+    re.I,
+)
+
+
+def _reversal(text: str) -> re.Match[str] | None:
+    return _REVERSAL.search(text) or _WEAK_REVERSAL.search(text)
 
 
 def assess_rules(
@@ -312,8 +325,8 @@ def assess_rules(
             # "Good to talk to you again" says nothing about "helping out is great":
             # sentiment alone is everywhere in small talk.
             return Assessment(Relation.NEUTRAL, f"{sim}, same holder, no word of the topic")
-        reversal = _REVERSAL.search(evidence)
-        if reversal and not _REVERSAL.search(opinion):
+        reversal = _reversal(evidence)
+        if reversal and not _reversal(opinion):
             return Assessment(
                 Relation.CONTRADICT, f"{sim}, same holder, reversal cue {reversal.group(0)!r}"
             )
@@ -329,8 +342,8 @@ def assess_rules(
     if not shares_topic(evidence, opinion, holders, participants=participants, strict=False):
         # "Wow, Mel, you're amazing!" and "Yeah Mel, stoked!" are close in form only.
         return Assessment(Relation.NEUTRAL, f"{sim}, no word of the topic")
-    reversal = _REVERSAL.search(evidence)
-    if reversal and not _REVERSAL.search(opinion):
+    reversal = _reversal(evidence)
+    if reversal and not _reversal(opinion):
         # "X thought A, but now thinks B": the evidence names the belief it overturns,
         # so it shares the opinion's words (high similarity) while denying it.
         return Assessment(Relation.CONTRADICT, f"{sim}, reversal cue {reversal.group(0)!r}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from core.retain.opinions import polarity, shares_topic
+from core.retain.opinions import Relation, assess_rules, polarity, shares_topic
 from core.types import Document, Network, Turn
 
 START = datetime(2023, 6, 9, 13, 0)
@@ -103,3 +103,20 @@ def test_after_a_but_the_judgment_is_what_follows() -> None:
     assert polarity("I used to hate running, but now I love it") == 1
     assert polarity("The food was great but the service was awful") == -1
     assert polarity("It isn't easy") == -1
+
+
+def test_actually_takes_a_belief_back_only_when_a_belief_follows() -> None:
+    holder = frozenset({"nate"})
+    opinion = "What can Nate say, Nate loves turtles (4 November 2022)."
+    chat = "Joanna asked: How are the turtles? Nate answered: Great actually! The turtles bring joy."
+    assert assess_rules(chat, opinion, 0.77, False, True, holders=holder).relation is (
+        Relation.REINFORCE
+    )
+    back = "Actually Nate says he prefers dogs to turtles now."
+    assert assess_rules(back, opinion, 0.77, False, True, holders=holder).relation is (
+        Relation.CONTRADICT
+    )
+    did = "Instead of getting stuck with the turtles, Nate worked hard on the tank."
+    assert assess_rules(did, opinion, 0.77, False, True, holders=holder).relation is not (
+        Relation.CONTRADICT
+    )
