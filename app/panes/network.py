@@ -137,6 +137,7 @@ class NetworkPane(Pane):
         self.stack.addWidget(self.empty)
 
         self.detail = UnitDetail(state)
+        self.detail.collapsible = True
         self.detail.save_requested.connect(self.edit_unit)
         self.detail.delete_requested.connect(self.delete_units)
         self.detail.hide_requested.connect(self.set_hidden)
