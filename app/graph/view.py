@@ -59,7 +59,7 @@ class GraphView(pg.PlotWidget):
         plot.hideButtons()
         plot.setAspectLocked(True)
         self.setAntialiasing(True)
-        self.setMinimumSize(320, 240)
+        self.setMinimumSize(240, 200)
 
         self.graph = GraphData.empty()
         self.pos = np.zeros((0, 2))

@@ -139,15 +139,23 @@ class GraphWidget(QWidget):
         root.setSpacing(4)
         root.addWidget(self._build_playback())
         root.addWidget(self.view, 1)
-        root.addWidget(self._build_parameters())
+        self.parameters = self._build_parameters()
+        root.addWidget(self.info)
+        root.addWidget(self.parameters)
         self._sync_controls()
 
     # -- building the controls ------------------------------------------------------------
 
     def _build_playback(self) -> QWidget:
         bar = QWidget()
-        row = QHBoxLayout(bar)
-        row.setContentsMargins(4, 0, 4, 0)
+        rows = QVBoxLayout(bar)
+        rows.setContentsMargins(4, 0, 4, 0)
+        rows.setSpacing(2)
+        row = QHBoxLayout()
+        self._tools_row = QHBoxLayout()  # the tools, when compact (see set_compact)
+        rows.addLayout(row)
+        rows.addLayout(self._tools_row)
+        self._main_row = row
         icons = self.style()
         self.back_button = self._tool(
             icons.standardIcon(QStyle.StandardPixmap.SP_MediaSkipBackward),
@@ -169,6 +177,7 @@ class GraphWidget(QWidget):
         self.step_button.clicked.connect(self.player.step)
         self.scrub = QSlider(Qt.Orientation.Horizontal, toolTip="Scrub through the animation")
         self.scrub.valueChanged.connect(self._on_scrub)
+        self.scrub.setMinimumWidth(40)
         self.speed = QComboBox(toolTip="Playback speed")
         for label, value in SPEEDS:
             self.speed.addItem(label, value)
@@ -185,17 +194,40 @@ class GraphWidget(QWidget):
         self.find = QLineEdit(placeholderText="Find a node…", toolTip="Find a node by its text")
         self.find.setClearButtonEnabled(True)
         self.find.setMaximumWidth(200)
+        self.find.setMinimumWidth(60)
+        # The parameters (networks, δ and μ, budgets, link filters) fold away where
+        # the graph has little room (the recall debugger); the counts stay shown.
+        self.controls_button = QToolButton(
+            text="Controls", checkable=True, checked=True, toolTip="Show or hide the parameters"
+        )
+        self.controls_button.toggled.connect(self.set_controls_visible)
         self.find.returnPressed.connect(self.find_next)
         self._found: list[str] = []
         for widget in (self.back_button, self.play_button, self.step_button):
             row.addWidget(widget)
         row.addWidget(self.scrub, 1)
         row.addWidget(self.step_label)
-        row.addWidget(QLabel("Speed"))
-        row.addWidget(self.speed)
-        row.addWidget(self.fit_button)
-        row.addWidget(self.find)
+        for widget in self._tools():
+            row.addWidget(widget)
         return bar
+
+    def _tools(self) -> tuple[QWidget, ...]:
+        return (self.speed, self.fit_button, self.find, self.controls_button)
+
+    def set_compact(self, compact: bool) -> None:
+        """Where the graph has little room (the recall debugger): the tools on a
+        second row and the parameters folded (the Controls button unfolds them)."""
+        target = self._tools_row if compact else self._main_row
+        if compact:
+            self._tools_row.addStretch(1)
+        for widget in self._tools():
+            target.addWidget(widget)
+        self.set_controls_visible(not compact)
+
+    def set_controls_visible(self, visible: bool) -> None:
+        self.parameters.setVisible(visible)
+        if self.controls_button.isChecked() != visible:
+            self.controls_button.setChecked(visible)
 
     @staticmethod
     def _tool(icon, text: str, tip: str) -> QToolButton:
@@ -225,10 +257,11 @@ class GraphWidget(QWidget):
         ring.setStyleSheet("color: #f97316; font-weight: 600;")
         legend.addWidget(ring)
         legend.addStretch(1)
-        self.info = QLabel()
+        self.info = QLabel()  # the counts: under the view, shown with the controls folded too
+        self.info.setWordWrap(True)
+        self.info.setContentsMargins(4, 0, 4, 0)
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         grid.addLayout(legend, 0, 0, 1, 3)
-        grid.addWidget(self.info, 3, 0, 1, 3)
 
         budgets = QHBoxLayout()
         self.weight_slider = _ValueSlider("min weight", 1.0)

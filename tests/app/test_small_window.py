@@ -36,6 +36,15 @@ def test_every_pane_fits_a_1280x720_window(qtbot, make_window, small_bank) -> No
     header = fused.horizontalHeader()
     assert header.length() <= fused.viewport().width()
     assert header.sectionSize(FUSED_KEYS.index("fact")) >= 180
+    # Its graph fits beside the table without scrolling sideways: the tools on a
+    # second row, the parameters folded behind Controls.
+    graph = recall.graph
+    assert not graph.parameters.isVisible()
+    qtbot.waitUntil(lambda: recall.graph_scroll.viewport().width() > 0)
+    qtbot.waitUntil(lambda: recall.graph_scroll.horizontalScrollBar().maximum() == 0)
+    assert graph.width() <= recall.graph_scroll.viewport().width()
+    graph.controls_button.click()
+    assert graph.parameters.isVisible()
 
 
 def _hosts(window):
