@@ -204,3 +204,13 @@ def test_hover_cards_stay_inside_a_small_plot(qtbot, pane, history) -> None:
             pane.plot.grab()  # the note places itself when painted
             card = pane.plot.hover_rect()
             assert box.adjusted(-2, -2, 2, 2).contains(card), (point.relation, card, box)
+    # A point a little left of the middle (where the demo's card was cut off at
+    # 1280x720): the note goes to the roomier side, no wider than that room.
+    point = pane.plot.points[a][1]
+    t, span = point.when.timestamp(), 30 * 86400.0
+    for offset in (0.47, 0.53):
+        pane.plot.set_time_range(t - offset * span, t + (1 - offset) * span)
+        pane.plot.hover(point)
+        pane.plot.grab()
+        card = pane.plot.hover_rect()
+        assert box.adjusted(-2, -2, 2, 2).contains(card), (offset, card, box)
