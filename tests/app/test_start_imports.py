@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -72,23 +73,31 @@ print(json.dumps({{"shown": shown, "built": built, "opened": opened, "rows": row
 """
 
 
+def run_python(argv: list[str], **env: str) -> subprocess.CompletedProcess:
+    """A fresh interpreter on this checkout, offscreen; it must succeed."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO), **env}
+    done = subprocess.run(
+        [sys.executable, *argv], env=env, cwd=REPO, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def test_the_window_shows_before_the_stores_load(tmp_path):
     home = tmp_path / "home"
     with Engine(home) as engine:
         engine.create_bank("Start").add_units(make_units(8))
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT.format(heavy=HEAVY), str(home)],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_python(["-c", SCRIPT.format(heavy=HEAVY), str(home)])
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["shown"] == []
     assert seen["built"] == ["world"]  # the tab on screen; the others wait for theirs
     # The same names do load once the bank is open (the check above can fail).
     assert {"duckdb", "lancedb", "tantivy"} <= set(seen["opened"])
     assert seen["rows"] == 2  # 8 units over four networks: two world facts
+
+
+def test_the_start_probe_reports_the_window_answering_and_closes_it(tmp_path):
+    """ENGRAM_START_PROBE: how the bundle's cold start is measured (no script runs there)."""
+    argv = ["-m", "app.main", "--home", str(tmp_path / "home"), "--no-demo"]
+    done = run_python(argv, ENGRAM_START_PROBE="1")
+    assert re.search(r"studio window answered input \d+\.\d\d s after start", done.stdout)
