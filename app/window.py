@@ -649,6 +649,7 @@ class MainWindow(QMainWindow):
         last = self.last_bank() if open_last else None
         if last:  # said at once, before the listing that confirms it arrives
             self.state.set_opening(last)
+            self.statusBar().showMessage(f"Opening “{last}”…")
 
         def listed(infos: list[BankInfo]) -> None:
             self.bank_list._show(infos)

@@ -72,6 +72,7 @@ def test_the_last_bank_is_said_to_be_opening_at_once(qtbot, make_window, small_b
     # Before any runner task came back: the saved name is shown, not "No bank is open".
     assert window.state.opening == "Small"
     assert "Opening the bank <b>Small</b>" in world.empty.text()
+    assert window.statusBar().currentMessage() == "Opening “Small”…"
     qtbot.waitUntil(lambda: window.state.bank is not None)
     wait_idle(qtbot, window.runner)
     assert window.state.opening == "" and window.bank_list.names() == ["Small"]
