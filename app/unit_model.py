@@ -285,6 +285,8 @@ class UnitTableModel(QAbstractTableModel):
     # -- rows ----------------------------------------------------------------
 
     def unit_at(self, row: int) -> Unit | None:
+        if not 0 <= row < self._rows:  # a page read before the count names no row yet
+            return None
         page = self._pages.get(row // PAGE_SIZE)
         if page is None:
             return None
