@@ -12,7 +12,7 @@ import html
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QDate, QDateTime, Qt, QTime, Signal
 from PySide6.QtWidgets import (
@@ -38,7 +38,10 @@ from app.panes.base import muted_label
 from app.state import StudioState
 from app.theme import NETWORK_COLORS
 from app.unit_model import fmt_interval, fmt_time
-from core import Bank, Network, Unit
+from core import Network
+
+if TYPE_CHECKING:
+    from core import Bank, Unit
 
 
 class UnitDetail(QWidget):
@@ -46,6 +49,8 @@ class UnitDetail(QWidget):
     delete_requested = Signal(list)  # unit ids
     hide_requested = Signal(str, bool)  # unit id, True: hide / False: unhide
     entity_clicked = Signal(str)  # entity name (or id when names are unknown)
+    # Set by a pane whose detail sits beside its list: hidden while no unit is shown.
+    collapsible = False
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -202,6 +207,8 @@ class UnitDetail(QWidget):
         self.text.setReadOnly(True)
         self.placeholder.setVisible(unit is None)
         self.scroll.setVisible(unit is not None)
+        if self.collapsible:  # an empty panel beside a list only takes the list's room
+            self.setVisible(unit is not None)
         self._extra_gen += 1
         if unit is None:
             return

@@ -8,7 +8,7 @@ without stalls; the detail panel beside it shows the selected unit in full.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QItemSelectionModel, QSettings, Qt
 from PySide6.QtWidgets import (
@@ -26,13 +26,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label
+from app.panes.base import Pane, empty_label, muted_label
 from app.panes.detail import UnitDetail
 from app.panes.filters import FilterBar
 from app.runner import describe
 from app.state import StudioState
 from app.unit_model import COLUMN, COLUMNS, UnitTableModel
-from core import Bank, Change, Kind, Network, Unit
+from core import Change, Kind, Network
+
+if TYPE_CHECKING:
+    from core import Bank, Unit
 
 # title, what one unit is called (singular, plural), and the empty state.
 NETWORK_TEXT = {
@@ -82,6 +85,9 @@ class NetworkPane(Pane):
 
         self.model = UnitTableModel(state.runner, self.network, self)
         self.model.count_changed.connect(self._counted)
+        # A row selected before its page arrived: its unit is shown when the page is.
+        self._awaiting_row: int | None = None
+        self.model.page_loaded.connect(self._page_loaded)
         # A reset clears the selection without selectionChanged: update the buttons.
         self.model.modelReset.connect(self._update_actions)
         self.model.edit_requested.connect(self.edit_unit)
@@ -129,7 +135,7 @@ class NetworkPane(Pane):
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)
 
-        self.empty = empty_label()
+        self.empty = self.no_bank_label(empty_label())
         self.empty.setObjectName("empty-state")
         self.empty.linkActivated.connect(lambda _: self.filter_bar.clear())
         self.stack = QStackedWidget()
@@ -137,6 +143,7 @@ class NetworkPane(Pane):
         self.stack.addWidget(self.empty)
 
         self.detail = UnitDetail(state)
+        self.detail.collapsible = True
         self.detail.save_requested.connect(self.edit_unit)
         self.detail.delete_requested.connect(self.delete_units)
         self.detail.hide_requested.connect(self.set_hidden)
@@ -252,6 +259,7 @@ class NetworkPane(Pane):
     def _selection_changed(self, *_: Any) -> None:
         rows = self.selected_rows()
         unit = self.model.unit_at(rows[0]) if len(rows) == 1 else None
+        self._awaiting_row = rows[0] if len(rows) == 1 and unit is None else None
         if len(rows) == 1 and (
             self.detail.unit is None or unit is None or unit.id != self.detail.unit.id
         ):
@@ -259,6 +267,10 @@ class NetworkPane(Pane):
         elif not rows:
             self.detail.show_unit(None)
         self._update_actions()
+
+    def _page_loaded(self, _page: int) -> None:
+        if self._awaiting_row is not None and self.selected_rows() == [self._awaiting_row]:
+            self._selection_changed()
 
     def _update_actions(self) -> None:
         n = len(self.selected_rows()) if self.table.selectionModel() else 0
@@ -491,7 +503,7 @@ class NetworkPane(Pane):
 
     def _show_stack_state(self) -> None:
         if self.bank is None:
-            self.empty.setText(NO_BANK)
+            self.empty.setText(self.no_bank_text())
             self.stack.setCurrentWidget(self.empty)
         elif self.model.counted and self.model.rowCount() == 0:
             if self.filter_bar.active:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QDateTime, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QMouseEvent, QPainter, QPaintEvent, QPen
@@ -48,10 +48,13 @@ from app.graph.model import NETWORKS
 from app.graph.neighbourhood import Neighbourhood
 from app.graph.style import network_color
 from app.graph.widget import GraphWidget
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label
+from app.panes.base import Pane, empty_label, muted_label
 from app.runner import describe
 from app.state import StudioState
-from core import Bank, Network, RecallResult
+from core import Network
+
+if TYPE_CHECKING:
+    from core import Bank, RecallResult
 
 CHANNELS = ("semantic", "lexical", "graph", "temporal")
 CHANNEL_TITLES = {
@@ -544,9 +547,11 @@ class RecallDebuggerPane(Pane):
         self.graph.setMinimumHeight(200)
         self.graph.node_clicked.connect(self.select_unit)
         self.graph.node_clicked.connect(self.unit_requested)
-        # The graph's controls need ~580 px; in a small window they scroll inside their
-        # half rather than squeezing the fused table's fact column to nothing.
-        graph_scroll = QScrollArea()
+        # Compact: the tools on a second row and the parameters folded behind
+        # "Controls", so the graph fits its half without scrolling sideways; unfolded
+        # (~580 px) they scroll inside it rather than squeeze the fused table.
+        self.graph.set_compact(True)
+        self.graph_scroll = graph_scroll = QScrollArea()
         graph_scroll.setWidgetResizable(True)
         graph_scroll.setFrameShape(QFrame.Shape.NoFrame)
         graph_scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -593,7 +598,7 @@ class RecallDebuggerPane(Pane):
         bv.addWidget(self.splitter, 1)
         bv.addWidget(budget_frame)
 
-        self.no_bank = empty_label(NO_BANK)
+        self.no_bank = self.no_bank_label(empty_label())
         self.empty = empty_label(EMPTY)
         self.stack = QStackedWidget()
         for widget in (self.no_bank, self.empty, body):
