@@ -261,9 +261,8 @@ def shares_topic(
     shared = ours & theirs
     if not shared or not strict:
         return bool(shared)
-    return (
-        len(shared) >= TOPIC_MIN_SHARED
-        or len(shared) >= TOPIC_MIN_COVER * min(len(ours), len(theirs))
+    return len(shared) >= TOPIC_MIN_SHARED or len(shared) >= TOPIC_MIN_COVER * min(
+        len(ours), len(theirs)
     )
 
 

@@ -108,7 +108,9 @@ def test_after_a_but_the_judgment_is_what_follows() -> None:
 def test_actually_takes_a_belief_back_only_when_a_belief_follows() -> None:
     holder = frozenset({"nate"})
     opinion = "What can Nate say, Nate loves turtles (4 November 2022)."
-    chat = "Joanna asked: How are the turtles? Nate answered: Great actually! The turtles bring joy."
+    chat = (
+        "Joanna asked: How are the turtles? Nate answered: Great actually! The turtles bring joy."
+    )
     assert assess_rules(chat, opinion, 0.77, False, True, holders=holder).relation is (
         Relation.REINFORCE
     )
