@@ -7,9 +7,8 @@ it queued run right after it (`--no-jobs` leaves them for `engram jobs run`)."""
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
 
-from core.cli.output import count_arg, print_json, short_time
+from core.cli.output import count_arg, iso_time_or_none, print_json, short_time
 from core.engine import Engine
 from core.types import UNSET, Change, EngramError, Kind, Network
 
@@ -33,10 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     edit.add_argument("--network", choices=[n.value for n in Network])
     # UNSET when not given, so "none" (clear the value) and "not given" differ.
     edit.add_argument(
-        "--start", type=_time, default=UNSET, help="occurrence start, ISO date/time or 'none'"
+        "--start", type=iso_time_or_none, default=UNSET, help="occurrence start, ISO date/time or 'none'"
     )
     edit.add_argument(
-        "--end", type=_time, default=UNSET, help="occurrence end, ISO date/time or 'none'"
+        "--end", type=iso_time_or_none, default=UNSET, help="occurrence end, ISO date/time or 'none'"
     )
     edit.add_argument("--confidence", type=_confidence, default=UNSET, help="0..1, or 'none'")
     edit.add_argument(
@@ -122,15 +121,6 @@ def _then_jobs(handler):
         return code
 
     return run
-
-
-def _time(text: str):
-    if text.lower() == "none":
-        return None
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO date or time: {text!r}") from None
 
 
 def _confidence(text: str):

@@ -69,3 +69,17 @@ def count_arg(*, minimum: int = 0, maximum: int = MAX_COUNT):
 
     parse.__name__ = "count"
     return parse
+
+
+def iso_time(text: str) -> datetime:
+    """An argparse `type` for dates and times: ISO 8601 (`2024-05-01`,
+    `2024-05-01T09:30`, with or without an offset), or a one-line usage error."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date or date-time: {text!r}") from None
+
+
+def iso_time_or_none(text: str) -> datetime | None:
+    """`iso_time`, or None for 'none' (clears a time)."""
+    return None if text.lower() == "none" else iso_time(text)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime
 from pathlib import Path
 
-from core.cli.output import count_arg, short_time
+from core.cli.output import count_arg, iso_time, short_time
 from core.engine import Engine
 from core.recall.settings import CHANNELS, LEVELS
 from core.types import InvalidInputError, Network
@@ -45,9 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--channel", choices=list(CHANNELS), action="append", help="only this channel (repeatable)"
     )
-    p.add_argument("--now", type=_datetime, help="reference time for 'last week' etc. (ISO)")
-    p.add_argument("--since", type=_datetime, help="only facts occurring on or after (ISO)")
-    p.add_argument("--until", type=_datetime, help="only facts occurring before (ISO)")
+    p.add_argument("--now", type=iso_time, help="reference time for 'last week' etc. (ISO)")
+    p.add_argument("--since", type=iso_time, help="only facts occurring on or after (ISO)")
+    p.add_argument("--until", type=iso_time, help="only facts occurring before (ISO)")
     p.add_argument(
         "--reranker", choices=["heuristic", "none"], help="default: the bank's (heuristic)"
     )
@@ -59,13 +58,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="token budget for entity profiles",
     )
     p.set_defaults(handler=run_recall)
-
-
-def _datetime(text: str) -> datetime:
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO date or date-time: {text!r}") from None
 
 
 def run_recall(args, engine: Engine) -> int:

@@ -63,11 +63,3 @@ def undo(bank: Bank, *, actor: str = "user") -> Change:
 def redo(bank: Bank, *, actor: str = "user") -> Change:
     """Apply again the action the latest undo took back (a new action clears redo)."""
     return _step(bank, redo=True, actor=actor)
-
-
-def can_undo(bank: Bank) -> bool:
-    return bool(stacks(bank.store.reader())[0])
-
-
-def can_redo(bank: Bank) -> bool:
-    return bool(stacks(bank.store.reader())[1])

@@ -89,8 +89,3 @@ def _ranked(entries: Iterable[Fused]) -> list[Fused]:
     for position, entry in enumerate(ordered, start=1):
         entry.rank = position
     return ordered
-
-
-def rank_by_score(scores: Mapping[str, float]) -> list[str]:
-    """Ids by raw score, highest first (ties by id): how a channel turns scores into ranks."""
-    return [i for i, _ in sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))]

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,6 +43,7 @@ from core.recall.settings import CHANNELS, LEVELS, mu, resolve
 from core.recall.trace import iso, new_trace
 from core.store.bank_store import utcnow
 from core.store.units import get_units, get_vectors
+from core.timeparse import naive_utc
 from core.types import InvalidInputError, Network, Unit, UnitStatus
 
 if TYPE_CHECKING:
@@ -536,9 +537,7 @@ def _naive_utc(value: datetime | None, name: str) -> datetime | None:
         return None
     if not isinstance(value, datetime):
         raise InvalidInputError(f"{name} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value
+    return naive_utc(value)
 
 
 def _ms(since: float) -> float:

@@ -16,6 +16,7 @@ from core.reflect.store import list_reflections
 from core.reflect.values import OpinionChange, OpinionTrajectory, TrajectoryStep
 from core.retain.opinions import FORMED, OpinionEvent, Relation, apply_evidence, events_of
 from core.store.units import get_units
+from core.timeparse import naive_utc
 from core.types import EngramError, InvalidInputError, Network, Unit
 
 if TYPE_CHECKING:
@@ -87,10 +88,10 @@ def changed_between(
     clauses, params = [], []
     if start is not None:
         clauses.append("happened_at >= ?")
-        params.append(_naive(start))
+        params.append(naive_utc(start))
     if end is not None:
         clauses.append("happened_at < ?")
-        params.append(_naive(end))
+        params.append(naive_utc(end))
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     con = bank.store.reader()
     rows = con.execute(
@@ -136,7 +137,7 @@ def confidence_at(bank: Bank, opinion_id: str, when: datetime) -> float | None:
     without a `formed` event, held its first step's starting value (or, with no
     events at all, its stored confidence) from its creation on."""
     opinion = _opinion(bank, opinion_id)
-    when = _naive(when)
+    when = naive_utc(when)
     history = events_of(bank.store.reader(), opinion_id)
     past = [e for e in history if e.happened_at <= when]
     if past:
@@ -153,10 +154,3 @@ def confidence_at(bank: Bank, opinion_id: str, when: datetime) -> float | None:
     return None
 
 
-def _naive(value: datetime) -> datetime:
-    """The engine stores naive UTC; an aware time is converted to it."""
-    if value.tzinfo is None:
-        return value
-    from datetime import UTC
-
-    return value.astimezone(UTC).replace(tzinfo=None)
