@@ -526,12 +526,12 @@ class Bank:
         self, *, limit: int | None = 100, offset: int = 0, opinion_id: str | None = None
     ) -> list[Reflection]:
         """Kept reflections, newest first (with `opinion_id`: those that touched it)."""
-        from core.reflect.store import list_reflections
+        from core.reflect.keeping import list_reflections
 
         return list_reflections(self, limit=limit, offset=offset, opinion_id=opinion_id)
 
     def reflection(self, reflection_id: str) -> Reflection:
-        from core.reflect.store import get_reflection
+        from core.reflect.keeping import get_reflection
 
         return get_reflection(self, reflection_id)
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from core.reflect.store import list_reflections
+from core.reflect.keeping import list_reflections
 from core.reflect.values import OpinionChange, OpinionTrajectory, TrajectoryStep
 from core.retain.opinions import FORMED, OpinionEvent, Relation, apply_evidence, events_of
 from core.store.units import get_units

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from core.providers.llm import LanguageModel, LanguageModelError
-from core.reflect import offline, store
+from core.reflect import keeping, offline
 from core.reflect.disposition import system_prompt
 from core.reflect.formation import ProposedOpinion, ask_opinions, plan_opinions
 from core.reflect.prompt import answer_prompt, bank_time, evidence_from
@@ -260,7 +260,7 @@ def reflect(
             ctx.lm.close()
     if commit:
         with _commit_lock:
-            return store.commit(bank, reflection)[1]
+            return keeping.commit(bank, reflection)[1]
     return reflection
 
 
@@ -330,4 +330,4 @@ def commit_reflection(bank: Bank, reflection: Reflection, *, apply_opinions: boo
     if not isinstance(reflection, Reflection):
         raise InvalidInputError("commit_reflection takes a Reflection")
     with _commit_lock:
-        return store.commit(bank, reflection, apply_opinions=apply_opinions)[0]
+        return keeping.commit(bank, reflection, apply_opinions=apply_opinions)[0]
