@@ -258,7 +258,7 @@ class Engine:
         bank = Bank(self, folder, store)
         try:
             # A purge killed after its commit still has old copies on disk to destroy.
-            finish_pending_purge(bank)
+            finish_pending_purge(bank.handle)
         except BaseException:
             store.abandon()  # a failed open keeps no lock, even in this process
             raise

@@ -31,7 +31,7 @@ from core.store.bank_store import utcnow
 from core.types import Change, EngramError, new_id
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 REVISED = "revised"
 
@@ -124,7 +124,7 @@ def _names(
     return tuple(r[0] for r in rows)
 
 
-def document_preview(bank: Bank, document_id: str) -> DocumentPreview:
+def document_preview(bank: BankHandle, document_id: str) -> DocumentPreview:
     con = bank.store.reader()
     plan = _plan(con, document_id)
     links = con.execute(
@@ -150,7 +150,7 @@ def document_preview(bank: Bank, document_id: str) -> DocumentPreview:
     )
 
 
-def delete_document(bank: Bank, document_id: str, *, actor: str = "user") -> Change:
+def delete_document(bank: BankHandle, document_id: str, *, actor: str = "user") -> Change:
     """Delete a document and everything derived only from it; audited, undoable."""
     from core.reflect.history import replay
 

@@ -10,7 +10,7 @@ fusion, and their names are left out of the text the semantic channel embeds.
 
 Every stage writes into the trace (core/recall/trace.py documents its
 layout), so a person can see why each fact was returned and why others were
-not. Nothing here writes to the bank.
+not. The one write is the access count of what was returned (`count_access`).
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ from core.recall.result import RecallItem, RecallResult
 from core.recall.settings import CHANNELS, LEVELS, mu, resolve
 from core.recall.trace import iso, new_trace
 from core.store.bank_store import utcnow
-from core.store.units import get_units, get_vectors
+from core.store.units import get_units, get_vectors, record_access
 from core.timeparse import naive_utc
 from core.types import InvalidInputError, Network, Unit, UnitStatus
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 # A query is cut before the parts that cannot use more: the embedding model
 # reads 256 word pieces (~1,000 characters of English), BM25 its first 64 terms.
@@ -71,7 +71,7 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def recall(
-    bank: Bank,
+    bank: BankHandle,
     query: str,
     budget_tokens: int = 1024,
     networks: Network | str | Sequence[Network | str] | None = None,
@@ -84,6 +84,7 @@ def recall(
     end: datetime | None = None,
     observation_budget: int = 0,
     settings: Mapping[str, Any] | None = None,
+    count_access: bool = True,
 ) -> RecallResult:
     """Recall what `bank` holds about `query`, packed into `budget_tokens`.
 
@@ -98,7 +99,47 @@ def recall(
     - observation_budget: tokens for the observations (entity profiles) of the
       entities in the packed facts, on top of `budget_tokens` (default 0: none).
     - settings: overrides of `recall.*` settings for this call.
+    - count_access: count this recall in each returned unit's `access_count` and
+      `last_accessed_at` (the one write recall makes). Callers that only inspect
+      recall (the studio's recall debugger, benchmarks) pass False.
     """
+    result = _recall(
+        bank,
+        query,
+        budget_tokens,
+        networks,
+        now,
+        level,
+        reranker,
+        channels,
+        start=start,
+        end=end,
+        observation_budget=observation_budget,
+        settings=settings,
+    )
+    if count_access:
+        ids = [i.unit_id for i in (*result.items, *result.observations)]
+        if ids:
+            with bank.store.transaction() as tx:
+                record_access(tx.con, ids, utcnow())
+    return result
+
+
+def _recall(
+    bank: BankHandle,
+    query: str,
+    budget_tokens: int,
+    networks: Network | str | Sequence[Network | str] | None,
+    now: datetime | None,
+    level: str,
+    reranker: Reranker | str | None,
+    channels: Sequence[str] | None,
+    *,
+    start: datetime | None,
+    end: datetime | None,
+    observation_budget: int,
+    settings: Mapping[str, Any] | None,
+) -> RecallResult:
     t_start = time.perf_counter()
     query = _check_query(query)
     budget = _check_budget(budget_tokens, "budget_tokens")
@@ -193,7 +234,7 @@ def recall(
     vector: np.ndarray | None = None
     if {"semantic", "graph", "temporal"} & set(wanted):
         t0 = time.perf_counter()
-        vector = bank.engine.embedder.embed_one(semantic_query[:MAX_EMBED_CHARS])
+        vector = bank.embedder.embed_one(semantic_query[:MAX_EMBED_CHARS])
         timings["embed"] = _ms(t0)
 
     semantic_future: Future | None = None
@@ -318,7 +359,7 @@ def recall(
 
     # -- packing ----------------------------------------------------------------
     t0 = time.perf_counter()
-    tokens = TOKEN_COUNTS.count(bank.engine.embedder, [c.text for c in ranked])
+    tokens = TOKEN_COUNTS.count(bank.embedder, [c.text for c in ranked])
     # An observation (an entity profile) gets at most a fair share of the budget.
     share = max(1, int(budget * float(cfg["recall.observation_max_share"])))
     observation = Network.OBSERVATION.value
@@ -418,7 +459,7 @@ def _left_at(tokens: Sequence[int], taken: Sequence[int], index: int, budget: in
 
 
 def _observations(
-    bank: Bank, items: list[RecallItem], budget: int, trace: dict
+    bank: BankHandle, items: list[RecallItem], budget: int, trace: dict
 ) -> list[RecallItem]:
     """Observations of the entities the packed facts mention, the most mentioned
     entities first, greedily under their own budget."""
@@ -448,7 +489,7 @@ def _observations(
         return []
     units = get_units(con, order)
     order = [u for u in order if u in units]
-    tokens = TOKEN_COUNTS.count(bank.engine.embedder, [units[u].text for u in order])
+    tokens = TOKEN_COUNTS.count(bank.embedder, [units[u].text for u in order])
     # With others waiting, no one observation takes more than half of their budget.
     limit = budget // 2 if len(order) > 1 else None
     packed = pack(tokens, budget, [limit] * len(order))

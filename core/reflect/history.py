@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from core.reflect.keeping import list_reflections
 from core.reflect.values import OpinionChange, OpinionTrajectory, TrajectoryStep
 from core.retain.opinions import FORMED, OpinionEvent, Relation, apply_evidence, events_of
-from core.store.units import get_units
+from core.store.units import UnitFilter, get_units, select_units
 from core.timeparse import naive_utc
 from core.types import EngramError, InvalidInputError, Network, Unit
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 _EVENT_COLUMNS = (
     "id, opinion_id, happened_at, relation, confidence_before, confidence_after,"
@@ -29,14 +29,14 @@ _EVENT_COLUMNS = (
 _ASSESSMENTS = {r.value for r in Relation}
 
 
-def _opinion(bank: Bank, opinion_id: str) -> Unit:
+def _opinion(bank: BankHandle, opinion_id: str) -> Unit:
     unit = bank.unit(opinion_id)
     if unit.network is not Network.OPINION:
         raise EngramError(f"unit {opinion_id!r} is a {unit.network.value} fact, not an opinion")
     return unit
 
 
-def trajectory(bank: Bank, opinion_id: str) -> OpinionTrajectory:
+def trajectory(bank: BankHandle, opinion_id: str) -> OpinionTrajectory:
     """The opinion, and every step of its history oldest first, with evidence and reasons."""
     opinion = _opinion(bank, opinion_id)
     con = bank.store.reader()
@@ -60,7 +60,7 @@ def trajectory(bank: Bank, opinion_id: str) -> OpinionTrajectory:
 
 
 def opinions(
-    bank: Bank,
+    bank: BankHandle,
     entity: str | None = None,
     *,
     min_confidence: float | None = None,
@@ -68,18 +68,12 @@ def opinions(
 ) -> list[Unit]:
     """Active opinions, most confident first; with `entity` (an id, name or alias),
     only those about it."""
-    return bank.units(
-        Network.OPINION,
-        entity=entity,
-        min_confidence=min_confidence,
-        order="confidence",
-        descending=True,
-        limit=limit,
-    )
+    flt = UnitFilter(network=Network.OPINION, entity=entity, min_confidence=min_confidence)
+    return select_units(bank.store.reader(), flt, order="confidence", descending=True, limit=limit)
 
 
 def changed_between(
-    bank: Bank, start: datetime | None = None, end: datetime | None = None
+    bank: BankHandle, start: datetime | None = None, end: datetime | None = None
 ) -> list[OpinionChange]:
     """Opinions with events in [start, end), each with those events, most recently
     changed first."""
@@ -127,7 +121,7 @@ def replay(events: Sequence[OpinionEvent], alpha: float) -> list[float]:
     return out
 
 
-def confidence_at(bank: Bank, opinion_id: str, when: datetime) -> float | None:
+def confidence_at(bank: BankHandle, opinion_id: str, when: datetime) -> float | None:
     """The opinion's confidence at `when`, replayed from its events up to then;
     None before it was formed.
 
@@ -152,5 +146,3 @@ def confidence_at(bank: Bank, opinion_id: str, when: datetime) -> float | None:
     if first.relation != FORMED and first.confidence_before is not None:
         return float(first.confidence_before)
     return None
-
-

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from core.providers.llm import LanguageModel, LanguageModelError
+from core.recall.pipeline import recall
 from core.reflect import keeping, offline
 from core.reflect.disposition import system_prompt
 from core.reflect.formation import ProposedOpinion, ask_opinions, plan_opinions
@@ -39,7 +40,7 @@ from core.store.units import get_units
 from core.types import BankProfile, Change, Disposition, InvalidInputError, new_id
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
     from core.recall.result import RecallResult
 
 MIN_COMPARE = 2
@@ -69,7 +70,7 @@ class _Context:
 
 
 def _prepare(
-    bank: Bank,
+    bank: BankHandle,
     query: str,
     budget_tokens: int,
     llm: LanguageModel | None,
@@ -79,7 +80,8 @@ def _prepare(
     language model was created here (and so must be closed here)."""
     if not isinstance(budget_tokens, int) or budget_tokens <= 0:
         raise InvalidInputError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
-    result = bank.recall(
+    result = recall(
+        bank,
         query,
         budget_tokens=budget_tokens,
         now=now,
@@ -93,7 +95,7 @@ def _prepare(
     times = [t for t in (bank_time(u) for u in units.values()) if t is not None]
     as_of = now or (max(times) if times else None)
     owned = llm is None
-    lm = llm if llm is not None else bank.engine.language_model()
+    lm = llm if llm is not None else bank.language_model()
     notes: tuple[str, ...] = ()
     if lm is None:
         notes = ("no language model is chosen (Settings): the reflection is extractive",)
@@ -160,7 +162,7 @@ def _answer(ctx: _Context, disposition: Disposition) -> _Answered:
 
 
 def _llm_reflection(
-    bank: Bank, ctx: _Context, disposition: Disposition, answered: _Answered
+    bank: BankHandle, ctx: _Context, disposition: Disposition, answered: _Answered
 ) -> Reflection:
     planned, vectors = plan_opinions(bank, answered.proposals, ctx.query)
     return Reflection(
@@ -224,7 +226,7 @@ def _failed(ctx: _Context, disposition: Disposition, error: ReflectionError) -> 
 
 
 def reflect(
-    bank: Bank,
+    bank: BankHandle,
     query: str,
     disposition: Disposition | None = None,
     budget_tokens: int = 4096,
@@ -265,7 +267,7 @@ def reflect(
 
 
 def compare(
-    bank: Bank,
+    bank: BankHandle,
     query: str,
     dispositions: Sequence[Disposition],
     budget_tokens: int = 4096,
@@ -322,7 +324,9 @@ def compare(
 _commit_lock = threading.Lock()
 
 
-def commit_reflection(bank: Bank, reflection: Reflection, *, apply_opinions: bool = True) -> Change:
+def commit_reflection(
+    bank: BankHandle, reflection: Reflection, *, apply_opinions: bool = True
+) -> Change:
     """Keep `reflection`: store its record and apply exactly its opinions.
 
     Each planned step is re-applied to the opinion as it is now. A reflection

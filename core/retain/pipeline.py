@@ -70,7 +70,7 @@ from core.retain.write import write_document
 from core.types import INGEST_MODES, Change, Document, ExtractionMode, InvalidInputError, Kind
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
     from core.providers.llm import LanguageModel
 
 MODES = INGEST_MODES
@@ -81,7 +81,7 @@ DOWN_AFTER = 2
 
 
 def ingest(
-    bank: Bank,
+    bank: BankHandle,
     path_or_document: str | Path | Document | Sequence[Document],
     format: str = "auto",
     mode: str = "auto",
@@ -130,7 +130,7 @@ def _documents(source: Any, format: str) -> list[Document]:
 class _Run:
     def __init__(
         self,
-        bank: Bank,
+        bank: BankHandle,
         mode: str,
         force: bool,
         progress: Progress | None,
@@ -172,8 +172,7 @@ class _Run:
             return ExtractionMode.RULES, None
         lm = llm
         if lm is None:
-            factory = getattr(self.bank.engine, "language_model", None)
-            lm = factory() if callable(factory) else None
+            lm = self.bank.language_model()
             self._own_lm = lm is not None
         if mode == "llm":
             if lm is None:
@@ -354,7 +353,7 @@ class _Run:
     # -- step 2: embed -----------------------------------------------------------
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        embedder = self.bank.engine.embedder
+        embedder = self.bank.embedder
         parts = []
         for start in range(0, len(texts), EMBED_BATCH):
             check(self.cancel)
