@@ -154,13 +154,10 @@ class Engine:
     def model_status(self):
         """The one connection check (core.providers.llm.ModelStatus) for the
         configured model: ready, or why not (none chosen, server down, not pulled)."""
-        lm = self.language_model()
-        if lm is None:
-            from core.providers.llm import ModelStatus
+        from core.providers.llm import ModelChoice
 
-            return ModelStatus("none", "no language model is chosen (Settings)")
-        with lm:
-            return lm.probe()
+        with ModelChoice(None, self.language_model) as choice:
+            return choice.status
 
     def mode(self) -> str:
         """What produces extraction and answers right now, for a person to read."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from core.providers.llm import LanguageModel, LanguageModelError
+from core.providers.llm import LanguageModel, LanguageModelError, ModelChoice
 from core.recall.pipeline import recall
 from core.reflect import keeping, offline
 from core.reflect.disposition import system_prompt
@@ -75,9 +75,9 @@ def _prepare(
     budget_tokens: int,
     llm: LanguageModel | None,
     now: datetime | None,
-) -> tuple[_Context, bool]:
-    """Recall once and decide the mode. Returns the context and whether the
-    language model was created here (and so must be closed here)."""
+) -> tuple[_Context, ModelChoice]:
+    """Recall once and decide the mode. Returns the context and the model
+    choice (to close when done: it closes a model made here)."""
     if not isinstance(budget_tokens, int) or budget_tokens <= 0:
         raise InvalidInputError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
     result = recall(
@@ -94,18 +94,9 @@ def _prepare(
     # The reflection's own time: the reference time asked for, else the newest evidence.
     times = [t for t in (bank_time(u) for u in units.values()) if t is not None]
     as_of = now or (max(times) if times else None)
-    owned = llm is None
-    lm = llm if llm is not None else bank.language_model()
-    notes: tuple[str, ...] = ()
-    if lm is None:
-        notes = ("no language model is chosen (Settings): the reflection is extractive",)
-    else:
-        status = lm.probe()
-        if not status.ready:
-            notes = (f"{status.reason}: the reflection is extractive",)
-            if owned:
-                lm.close()
-            lm, owned = None, False
+    choice = ModelChoice(llm, bank.language_model)
+    lm = choice.model
+    notes = () if lm is not None else (f"{choice.why_not}: the reflection is extractive",)
     context = _Context(
         query=query,
         profile=bank.profile(),
@@ -118,7 +109,7 @@ def _prepare(
         notes=notes,
         as_of=as_of,
     )
-    return context, owned and lm is not None
+    return context, choice
 
 
 def _fallen_back(ctx: _Context, error: ReflectionError) -> _Context:
@@ -242,7 +233,7 @@ def reflect(
     written). When it answers but gives no usable opinions, the reflection says
     why in `opinion_error` and forms none."""
     disposition = disposition or bank.profile().disposition
-    ctx, owned = _prepare(bank, query, budget_tokens, llm, now)
+    ctx, choice = _prepare(bank, query, budget_tokens, llm, now)
     try:
         if ctx.lm is None:
             reflection = _offline_reflection(ctx, disposition)
@@ -258,8 +249,7 @@ def reflect(
             else:
                 reflection = _llm_reflection(bank, ctx, disposition, answered)
     finally:
-        if owned and ctx.lm is not None:
-            ctx.lm.close()
+        choice.close()
     if commit:
         with _commit_lock:
             return keeping.commit(bank, reflection)[1]
@@ -287,7 +277,7 @@ def compare(
         )
     if not all(isinstance(d, Disposition) for d in dispositions):
         raise InvalidInputError("compare takes Disposition values")
-    ctx, owned = _prepare(bank, query, budget_tokens, llm, now)
+    ctx, choice = _prepare(bank, query, budget_tokens, llm, now)
     try:
         if ctx.lm is None:
             reflections = [_offline_reflection(ctx, d) for d in dispositions]
@@ -315,8 +305,7 @@ def compare(
                 for d, out in zip(dispositions, outcomes, strict=True)
             ]
     finally:
-        if owned and ctx.lm is not None:
-            ctx.lm.close()
+        choice.close()
     return Comparison(query=query, reflections=tuple(reflections), recall=ctx.recall)
 
 
