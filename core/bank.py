@@ -345,6 +345,13 @@ class Bank:
             raise EngramError(f"no entity {entity_id!r} in bank {self.name!r}")
         return found
 
+    def resolve_entity(self, ref: str) -> str:
+        """An entity id from an id, a name or an alias (case-insensitive); none, or
+        several equally named, is an EngramError."""
+        from core.retain.entities import resolve_entity
+
+        return resolve_entity(self.store.reader(), ref, self.name)
+
     def entity_decisions(self, entity_id: str | None = None) -> list[EntityDecision]:
         """How surfaces were resolved to entities, with their scores."""
         from core.retain.entities import list_decisions
@@ -621,7 +628,12 @@ class Bank:
     def verify(self) -> VerifyReport:
         return self.store.verify()
 
-    def repair(self) -> VerifyReport:
+    def repair(self, *, rebuild: bool = False) -> VerifyReport:
+        """Re-derive the indexes where they disagree with DuckDB; with `rebuild`,
+        rebuild both indexes from scratch first (no old version or stale segment
+        survives)."""
+        if rebuild:
+            self.store.rebuild_indexes()
         return self.store.repair()
 
     # -- lifecycle -----------------------------------------------------------

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from core import UNIT_ORDERS as ORDER_COLUMNS
+from core import Engine, Network
 from core.cli.output import count_arg, iso_time, iso_time_or_none, print_json, short_time
-from core.engine import Engine
-from core.store.order import ORDER_COLUMNS
-from core.types import Network
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -149,10 +148,7 @@ def verify_bank(args, engine: Engine) -> int:
 
 
 def repair_bank(args, engine: Engine) -> int:
-    bank = engine.open_bank(args.bank)
-    if args.rebuild:
-        bank.store.rebuild_indexes()
-    report = bank.repair()
+    report = engine.open_bank(args.bank).repair(rebuild=args.rebuild)
     _print_report(report)
     return 0 if report.ok else 1
 

@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+from core import RECALL_CHANNELS as CHANNELS
+from core import RECALL_LEVELS as LEVELS
+from core import Engine, InvalidInputError, Network
 from core.cli.output import count_arg, iso_time, short_time
-from core.engine import Engine
-from core.recall.settings import CHANNELS, LEVELS
-from core.types import InvalidInputError, Network
 
 
 def register(sub: argparse._SubParsersAction) -> None:

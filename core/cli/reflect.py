@@ -9,13 +9,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core import Disposition, Engine, InvalidInputError
 from core.cli import add_timeout_option
 from core.cli.output import count_arg, iso_time, print_json, short_time
-from core.engine import Engine
-from core.types import Disposition, InvalidInputError
 
 if TYPE_CHECKING:
-    from core.reflect.values import Reflection
+    from core import Reflection
 
 
 def register(sub: argparse._SubParsersAction) -> None:

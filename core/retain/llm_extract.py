@@ -255,8 +255,6 @@ def build_prompt(exchange: Exchange, agent_name: str, known_entities: Sequence[s
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-
-
 def _parse_time(value: Any, reference: datetime | None) -> tuple[datetime, datetime, str] | None:
     """(start, end, kind): an ISO date is a whole day ("date"), an ISO datetime an instant
     ("instant"), anything else a phrase timeparse resolves against the session ("phrase")."""

@@ -60,8 +60,6 @@ _DATEPARSER_SETTINGS: dict[str, Any] = {
 }
 
 
-
-
 def from_epoch(value: float) -> datetime:
     """Epoch seconds (or milliseconds, when implausibly large for seconds) -> naive UTC.
 
