@@ -5,24 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, is_dataclass
 from datetime import datetime
-from enum import Enum
 from typing import Any
 
-
-def to_jsonable(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return to_jsonable(asdict(value))
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Enum):
-        return value.value
-    return value
+from core.jsonable import to_jsonable
 
 
 def print_json(value: Any) -> None:
