@@ -64,6 +64,7 @@ _EXPORTS = {
     "RECALL_LEVELS": "core.recall.settings:LEVELS",
     "RecallItem": "core.recall.result",
     "RecallResult": "core.recall.result",
+    "RecallTrace": "core.recall.trace",
     "Reflection": "core.reflect",
     "ReflectionError": "core.reflect",
     "replay_activation": "core.recall.trace",

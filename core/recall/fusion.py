@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,20 @@ class Fused:
                 for channel, c in self.contributions.items()
             },
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Fused:
+        """A fused entry as a trace's JSON records it (what `to_dict` wrote)."""
+        return cls(
+            str(data["id"]),
+            float(data.get("score", 0.0)),
+            {
+                channel: Contribution(int(c["rank"]), float(c["value"]))
+                for channel, c in (data.get("contributions") or {}).items()
+            },
+            int(data.get("rank", 0)),
+            float(data.get("factor", 1.0)),
+        )
 
 
 def rrf(
