@@ -5,8 +5,15 @@ from __future__ import annotations
 import argparse
 
 from core import UNIT_ORDERS as ORDER_COLUMNS
-from core import Engine, Network
-from core.cli.output import count_arg, iso_time, iso_time_or_none, print_json, short_time
+from core import Engine, Kind, Network
+from core.cli.output import (
+    count_arg,
+    iso_time,
+    iso_time_or_none,
+    print_json,
+    progress_printer,
+    short_time,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -70,6 +77,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     repair = sub.add_parser("repair", help="re-derive the indexes where they disagree")
     repair.add_argument("bank")
     repair.add_argument("--rebuild", action="store_true", help="rebuild both indexes entirely")
+    repair.add_argument(
+        "--re-embed",
+        action="store_true",
+        help="a bank recorded with another embedding model: embed every unit again with this one",
+    )
     repair.set_defaults(handler=repair_bank)
 
 
@@ -148,6 +160,12 @@ def verify_bank(args, engine: Engine) -> int:
 
 
 def repair_bank(args, engine: Engine) -> int:
+    if args.re_embed:
+        change = engine.reembed_bank(args.bank, progress_printer("re-embedding"))
+        if change.empty:
+            print(f"{args.bank!r} already uses {engine.embedder.name}: nothing to re-embed")
+        else:
+            print(f"re-embedded {len(change.ids(Kind.UNIT))} units with {engine.embedder.name}")
     report = engine.open_bank(args.bank).repair(rebuild=args.rebuild)
     _print_report(report)
     return 0 if report.ok else 1
