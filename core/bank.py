@@ -358,6 +358,14 @@ class Bank:
 
         return list_decisions(self.store.reader(), entity_id)
 
+    def entity_specificity(self) -> dict[str, float]:
+        """How specific each mentioned entity is: 1 when one unit mentions it,
+        towards 0 as nearly every unit does (an IDF). Recall's spreading weighs
+        an entity link by it (`recall.entity_fan`); the studio draws by it."""
+        from core.recall.linkgraph import entity_specificity
+
+        return entity_specificity(self.store.reader())
+
     def links(self, unit_id: str, kinds: Sequence[str] | None = None) -> list[Link]:
         """Links leaving a unit (each link is stored in both directions)."""
         from core.retain.links import links_of

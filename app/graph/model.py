@@ -113,9 +113,42 @@ class GraphData:
             labels=names,
         )
 
+    def with_edges(self, keep: np.ndarray) -> GraphData:
+        """The same nodes with only the edges `keep` marks."""
+        return GraphData(
+            self.ids,
+            self.network,
+            self.src[keep],
+            self.dst[keep],
+            self.kind[keep],
+            self.weight[keep],
+            self.labels,
+            self.index,
+        )
+
     @classmethod
     def empty(cls) -> GraphData:
         return cls.build([], [])
+
+
+def strongest_per_node(
+    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, eligible: np.ndarray, k: int
+) -> np.ndarray:
+    """Edges among `eligible` that are one of the `k` heaviest at either end
+    (ties by edge index, so the same graph keeps the same edges)."""
+    keep = np.zeros(src.shape[0], dtype=bool)
+    ids = np.flatnonzero(eligible)
+    if k <= 0 or ids.size == 0:
+        keep[ids] = True
+        return keep
+    ends = np.concatenate([src[ids], dst[ids]])
+    edges = np.concatenate([ids, ids])
+    order = np.lexsort((edges, -np.concatenate([weight[ids], weight[ids]]), ends))
+    ends, edges = ends[order], edges[order]
+    first = np.flatnonzero(np.r_[True, ends[1:] != ends[:-1]])
+    rank = np.arange(ends.size) - np.repeat(first, np.diff(np.r_[first, ends.size]))
+    keep[edges[rank < k]] = True
+    return keep
 
 
 def typed_trace(trace: RecallTrace | Mapping[str, Any]) -> RecallTrace:

@@ -19,7 +19,7 @@ from app.graph.activation import params_from_settings, rerun
 from app.graph.model import GraphData, trace_links, trace_node_ids, typed_trace
 
 if TYPE_CHECKING:
-    from core import Bank, RecallTrace
+    from core import Bank, Link, RecallTrace
 
 MAX_NODES = 600  # the pane stays readable (and the layout quick) below this
 # One-hop context drawn around a recall's activated subgraph, strongest links first.
@@ -50,13 +50,27 @@ def _units(bank: Bank, ids: Sequence[str]) -> dict[str, Any]:
     return found
 
 
-def _links_among(bank: Bank, ids: Iterable[str]) -> list[tuple[str, str, str, float]]:
+Row = tuple[str, str, str, float]
+
+
+def _row(link: Link, specificity: Mapping[str, float]) -> Row:
+    """A link as drawn: an entity link weighs what recall's spreading gives it,
+    its stored weight times the entity's specificity (two facts sharing a rare
+    entity are close; a hundred sharing the agent's name barely are)."""
+    weight = float(link.weight)
+    if link.kind == "entity" and link.entity_id is not None:
+        weight *= specificity.get(link.entity_id, 1.0)
+    return (link.source, link.target, str(link.kind), weight)
+
+
+def _links_among(bank: Bank, ids: Iterable[str]) -> list[Row]:
     wanted = set(ids)
-    out: list[tuple[str, str, str, float]] = []
+    specificity = bank.entity_specificity()
+    out: list[Row] = []
     for unit_id in wanted:
         for link in bank.links(unit_id):
             if link.target in wanted:
-                out.append((link.source, link.target, str(link.kind), float(link.weight)))
+                out.append(_row(link, specificity))
     return out
 
 
@@ -94,11 +108,12 @@ def _context(
     """The `limit` units one link from `core` with the strongest such link, and
     every link among core and them (read once per core unit)."""
     wanted = set(core)
-    links: list[tuple[str, str, str, float]] = []
+    specificity = bank.entity_specificity()
+    links: list[Row] = []
     outside: dict[str, float] = {}
     for unit_id in core:
         for link in bank.links(unit_id):
-            row = (link.source, link.target, str(link.kind), float(link.weight))
+            row = _row(link, specificity)
             links.append(row)
             if link.target not in wanted:
                 outside[link.target] = max(outside.get(link.target, 0.0), row[3])

@@ -538,9 +538,11 @@ class RecallDebuggerPane(Pane):
         self.graph.setMinimumHeight(200)
         self.graph.node_clicked.connect(self.select_unit)
         self.graph.node_clicked.connect(self.unit_requested)
-        # The graph's controls need ~580 px; in a small window they scroll inside their
-        # half rather than squeezing the fused table's fact column to nothing.
-        graph_scroll = QScrollArea()
+        # Compact: the tools on a second row and the parameters folded behind
+        # "Controls", so the graph fits its half without scrolling sideways; unfolded
+        # (~580 px) they scroll inside it rather than squeeze the fused table.
+        self.graph.set_compact(True)
+        self.graph_scroll = graph_scroll = QScrollArea()
         graph_scroll.setWidgetResizable(True)
         graph_scroll.setFrameShape(QFrame.Shape.NoFrame)
         graph_scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)

@@ -358,6 +358,7 @@ class _Run:
         shared_entity: bool,
         plan: OpinionPlan,
         same_holder: bool = False,
+        participants: frozenset[str] = frozenset(),
     ) -> Assessment:
         if self.lm is not None and self.mode is ExtractionMode.LLM and self.model_down is None:
             check(self.cancel)
@@ -377,6 +378,7 @@ class _Run:
             same_holder,
             float(self.config["retain.opinion_holder_similarity"]),
             state.holders,
+            participants,
         )
 
     # -- the report --------------------------------------------------------------

@@ -94,3 +94,32 @@ def test_unit_and_entity_modes(qtbot, demo_state) -> None:
     assert pane.neighbourhood.title == f"entity: {entity.name}"
     pane.show_unit("no-such-unit")
     qtbot.waitUntil(lambda: "Could not read" in pane.status.text(), timeout=10_000)
+
+
+def test_entity_links_are_drawn_by_how_specific_their_entity_is(demo_state) -> None:
+    """A link through an entity few facts mention weighs more than one through
+    an entity most facts mention (the weight recall's spreading gives it)."""
+    bank = demo_state.bank
+    result = bank.recall(QUERY)
+    nb = of_trace(bank, result.trace, result.unit_ids)
+    specificity = bank.entity_specificity()
+    common = max(bank.entities(), key=lambda e: e.mention_count)
+    assert specificity[common.id] < 0.5 < max(specificity.values())
+    drawn = {(s, t): w for s, t, kind, w in nb.graph.links() if kind == "entity"}
+    assert drawn and max(drawn.values()) < 1.0  # stored at 1.0, every one of them
+    # Each drawn entity link weighs its most specific shared entity.
+    checked = 0
+    for (source, target), weight in list(drawn.items())[:40]:
+        through = [
+            specificity.get(link.entity_id, 1.0)
+            for link in bank.links(source, kinds=["entity"])
+            if link.target == target
+        ] + [
+            specificity.get(link.entity_id, 1.0)
+            for link in bank.links(target, kinds=["entity"])
+            if link.target == source
+        ]
+        if through:
+            assert weight == pytest.approx(max(through), abs=1e-6) or weight >= max(through)
+            checked += 1
+    assert checked
