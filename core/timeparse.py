@@ -1292,10 +1292,12 @@ def _scan(text: str, ref: datetime, lenient: bool) -> list[_Item]:
     ]
 
 
-def _ensure_naive(ref: datetime) -> datetime:
-    if ref.tzinfo is not None:
-        return ref.astimezone(UTC).replace(tzinfo=None)
-    return ref
+def naive_utc(value: datetime) -> datetime:
+    """The engine stores naive UTC: an aware time is converted to UTC and its
+    tzinfo dropped; a naive one is taken as UTC already."""
+    if value.tzinfo is None:
+        return value
+    return value.astimezone(UTC).replace(tzinfo=None)
 
 
 # --------------------------------------------------------------------------- dateparser
@@ -1326,7 +1328,7 @@ def _dateparser_date(
         return None
     if data is None or data.date_obj is None:
         return None
-    return _ensure_naive(data.date_obj), data.period or "day"
+    return naive_utc(data.date_obj), data.period or "day"
 
 
 _FALLBACK_OK_RE = re.compile(
@@ -1354,7 +1356,7 @@ def find_time_expressions(text: str, reference: datetime) -> list[Interval]:
     Expressions relative to an undated event ("two weeks before the wedding")
     are left out.
     """
-    ref = _ensure_naive(reference)
+    ref = naive_utc(reference)
     return [it.interval for it in _scan_cached(text, ref, False) if it.interval is not None]
 
 
@@ -1365,7 +1367,7 @@ def resolve(expression: str, reference: datetime) -> Interval | None:
     says this is a time. None when it is not a time, or is relative to an
     event ("two weeks before the wedding").
     """
-    ref = _ensure_naive(reference)
+    ref = naive_utc(reference)
     expr = expression.strip()
     if not expr:
         return None
@@ -1396,7 +1398,7 @@ def query_interval(query: str, reference: datetime) -> Interval | None:
     wedding"): the temporal channel then stays silent instead of guessing.
     Several expressions give the span covering them all.
     """
-    ref = _ensure_naive(reference)
+    ref = naive_utc(reference)
     items = list(_scan_cached(query, ref, False))
     if not items or any(it.interval is None for it in items):
         return None
@@ -1466,7 +1468,7 @@ def parse_session_date(text: str) -> datetime | None:
     if day is not None:
         return day
     try:
-        return _ensure_naive(datetime.fromisoformat(raw.replace("Z", "+00:00")))
+        return naive_utc(datetime.fromisoformat(raw.replace("Z", "+00:00")))
     except ValueError:
         pass
     if not _FALLBACK_OK_RE.search(raw):

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from app.graph.activation import params_from_settings, rerun
-from app.graph.model import GraphData, trace_links, trace_node_ids
+from app.graph.model import GraphData, trace_links, trace_node_ids, typed_trace
 
 if TYPE_CHECKING:
-    from core import Bank, Link
+    from core import Bank, Link, RecallTrace
 
 MAX_NODES = 600  # the pane stays readable (and the layout quick) below this
 # One-hop context drawn around a recall's activated subgraph, strongest links first.
@@ -88,11 +88,11 @@ def bank_params(bank: Bank) -> dict[str, Any]:
     return params_from_settings(bank.config)
 
 
-def activated_ids(trace: Mapping[str, Any], packed: Iterable[str] = ()) -> list[str]:
+def activated_ids(trace: RecallTrace, packed: Iterable[str] = ()) -> list[str]:
     """What recall's spreading reached: seeds, then lit nodes in the order they
     were lit, then the packed results (a direct hit need not be lit)."""
     ordered: dict[str, None] = {}
-    activation = trace.get("activation") or {}
+    activation = trace.activation or {}
     for seed in activation.get("seeds", []):
         ordered.setdefault(seed["node"], None)
     for step in activation.get("steps", []):
@@ -124,13 +124,15 @@ def _context(
 
 def of_trace(
     bank: Bank,
-    trace: Mapping[str, Any],
+    trace: RecallTrace | Mapping[str, Any],
     packed: Iterable[str] = (),
     context_nodes: int = CONTEXT_NODES,
 ) -> Neighbourhood:
     """Recall's activated subgraph (seeds, lit nodes, packed results) and its
-    one-hop context, with the links among them and the trace's activation."""
-    packed_ids = tuple(packed) or tuple(trace.get("packing", {}).get("packed", []))
+    one-hop context, with the links among them and the trace's activation
+    (`trace`: recall's own, or a saved trace's JSON)."""
+    trace = typed_trace(trace)
+    packed_ids = tuple(packed) or tuple(trace.packing.packed)
     ids = activated_ids(trace, packed_ids) or trace_node_ids(trace)
     notes: list[str] = []
     if len(ids) > MAX_NODES:
@@ -145,14 +147,14 @@ def of_trace(
         [*trace_links(trace), *links],
         {i: units[i].text for i in shown},
     )
-    params = params_from_settings({**bank.config, **(trace.get("settings") or {})})
-    activation = trace.get("activation") or {}
+    params = params_from_settings({**bank.config, **trace.settings})
+    activation = trace.activation or {}
     return Neighbourhood(
         graph,
-        trace.get("activation"),
+        trace.activation,
         params,
         packed_ids,
-        f"recall: {trace.get('query', '')}",
+        f"recall: {trace.query}",
         tuple(notes),
         tuple(i for i in context if i in units),
         tuple(s["node"] for s in activation.get("seeds", [])),

@@ -43,7 +43,7 @@ from core.store.filters import sql_string_list
 from core.types import Document, Network, NewUnit, new_id
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 # The vector index is asked for this many neighbours per new fact (semantic
 # links and near-duplicates are taken from them).
@@ -57,7 +57,7 @@ class IngestRun(Protocol):
     and its settings, embedding (a rewritten opinion needs a new vector) and
     opinion assessment (only the run knows whether the model still answers)."""
 
-    bank: Bank
+    bank: BankHandle
     config: Mapping[str, Any]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...

@@ -28,12 +28,12 @@ def test_neighbourhoods_hold_the_trace_and_the_links_between_its_units(demo_stat
     nb = of_trace(bank, result.trace, result.unit_ids)
     ids = set(nb.graph.ids)
     assert set(result.unit_ids) <= ids and set(nb.packed) == set(result.unit_ids)
-    for step in result.trace["activation"]["steps"]:
+    for step in result.trace.to_dict()["activation"]["steps"]:
         assert step["node"] in ids and step["from"] in ids
     # Spreading is a process: on this demo subset the default settings light the
     # query in several waves (the full demo bank takes five), each lighting at
     # most the per-step budget, exactly that many while candidates wait.
-    activation = result.trace["activation"]
+    activation = result.trace.to_dict()["activation"]
     budget = activation["step_budget"]
     assert len({s["step"] for s in activation["steps"]}) >= 2
     seen = {s["node"] for s in activation["seeds"]}
@@ -44,7 +44,7 @@ def test_neighbourhoods_hold_the_trace_and_the_links_between_its_units(demo_stat
             assert len(new) == budget
         seen |= new
     # The activated subgraph and a bounded one-hop context, not every unit the trace names.
-    lit = {s["node"] for s in result.trace["activation"]["steps"]}
+    lit = {s["node"] for s in result.trace.to_dict()["activation"]["steps"]}
     assert set(nb.context).isdisjoint(lit) and len(nb.context) <= 80
     # Every edge shown is a real link of the bank.
     for source, target, kind, _w in nb.graph.links()[:50]:
