@@ -44,23 +44,19 @@ from PySide6.QtWidgets import (
 )
 
 from app.graph import neighbourhood
-from app.graph.model import NETWORKS
 from app.graph.neighbourhood import Neighbourhood
 from app.graph.style import network_color
 from app.graph.widget import GraphWidget
 from app.panes.base import NO_BANK, Pane, empty_label, muted_label
 from app.runner import describe
 from app.state import StudioState
-from core import Bank, Network, RecallResult
+from core import CHANNEL_TITLES, CHANNELS, LEVELS, NETWORKS, Bank, Network, RecallResult
 
-CHANNELS = ("semantic", "lexical", "graph", "temporal")
-CHANNEL_TITLES = {
-    "semantic": "Semantic (vectors)",
-    "lexical": "Lexical (BM25)",
-    "graph": "Graph (activation)",
-    "temporal": "Temporal",
-}
-LEVELS = (("low", "low · 20 per channel"), ("mid", "mid · 50"), ("high", "high · 150"))
+# The level menu: each level with the candidates a channel returns at it.
+LEVEL_CHOICES = tuple(
+    (level, f"{level} · {count}" + (" per channel" if i == 0 else ""))
+    for i, (level, count) in enumerate(LEVELS.items())
+)
 RERANKERS = (("", "bank default"), ("heuristic", "heuristic"), ("none", "none (fused order)"))
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 # The fused table: key, header, what the column means (the header's tooltip).
@@ -433,7 +429,7 @@ class RecallDebuggerPane(Pane):
         self.budget.setSuffix(" tokens")
         self.budget.setToolTip("Token budget the packed facts must fit in")
         self.level = QComboBox()
-        for key, label in LEVELS:
+        for key, label in LEVEL_CHOICES:
             self.level.addItem(label, key)
         self.level.setCurrentIndex(1)
         self.level.setToolTip("Candidates each channel returns")

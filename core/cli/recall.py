@@ -10,8 +10,8 @@ from pathlib import Path
 
 from core.cli.output import count_arg, short_time
 from core.engine import Engine
-from core.recall.settings import CHANNELS, LEVELS
 from core.types import InvalidInputError, Network
+from core.vocabulary import CHANNELS, LEVELS
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -11,11 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.config import DEFAULTS as BANK_DEFAULTS
+from core.vocabulary import CHANNELS, LEVELS, LINK_KINDS
 
-# Candidates each channel returns, by budget level.
-LEVELS: dict[str, int] = {"low": 20, "mid": 50, "high": 150}
-
-CHANNELS = ("semantic", "lexical", "graph", "temporal")
+__all__ = ["CHANNELS", "LEVELS", "activation_params", "mu", "resolve"]
 
 RECALL_DEFAULTS: dict[str, Any] = {
     k: v for k, v in BANK_DEFAULTS.items() if k.startswith("recall.")
@@ -37,7 +35,7 @@ def resolve(bank_config: Mapping[str, Any], overrides: Mapping[str, Any] | None)
 def mu(settings: Mapping[str, Any]) -> dict[str, float]:
     return {
         kind: float(settings[f"recall.mu_{kind}"])
-        for kind in ("causal", "entity", "temporal", "semantic")
+        for kind in LINK_KINDS
     }
 
 

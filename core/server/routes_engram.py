@@ -22,6 +22,7 @@ from core.cli.output import to_jsonable
 from core.server.models import Request as Body
 from core.server.routes_hindsight import Served
 from core.types import Change, Disposition, EngramError
+from core.vocabulary import CHANNELS, LEVELS, NETWORKS
 
 router = APIRouter(prefix="/engram/v1", tags=["Engram"])
 BANK = "/banks/{bank_id}"
@@ -65,7 +66,7 @@ def bank_info(bank_id: str, served: Served) -> dict[str, Any]:
         "background": profile.background,
         "agent_name": profile.agent_name,
         "disposition": profile.disposition.to_dict(),
-        "units": {str(n): bank.count(n) for n in ("world", "experience", "opinion", "observation")},
+        "units": {str(n): bank.count(n) for n in NETWORKS},
         "entities": len(bank.entities()),
         "documents": len(bank.documents()),
         "pending_jobs": bank.pending_jobs(),
@@ -84,12 +85,12 @@ def verify(bank_id: str, served: Served) -> dict[str, Any]:
 class RecallBody(Body):
     query: str = Field(min_length=1)
     budget_tokens: int = Field(1024, ge=1)
-    networks: list[Literal["world", "experience", "opinion", "observation"]] | None = None
-    level: Literal["low", "mid", "high"] = "mid"
+    networks: list[Literal[NETWORKS]] | None = None
+    level: Literal[tuple(LEVELS)] = "mid"
     now: datetime | None = None
     start: datetime | None = None
     end: datetime | None = None
-    channels: list[Literal["semantic", "lexical", "graph", "temporal"]] | None = None
+    channels: list[Literal[CHANNELS]] | None = None
     reranker: Literal["heuristic", "none"] | None = None
     observation_budget: int = Field(0, ge=0)
 
@@ -206,7 +207,7 @@ def unit(bank_id: str, unit_id: str, served: Served) -> dict[str, Any]:
 
 class EditBody(Body):
     text: str | None = None
-    network: Literal["world", "experience", "opinion", "observation"] | None = None
+    network: Literal[NETWORKS] | None = None
     occurred_start: datetime | None = None
     occurred_end: datetime | None = None
     confidence: float | None = Field(None, ge=0, le=1)

@@ -21,6 +21,7 @@ from core.server.retain import check_request, retain
 from core.server.served import ServedBanks
 from core.server.version import ENGRAM_VERSION, HINDSIGHT_API_VERSION
 from core.types import BankNotFoundError, Disposition, EngramError, Network, UnitStatus
+from core.vocabulary import NETWORKS
 
 router = APIRouter()
 unsupported = APIRouter()
@@ -533,7 +534,7 @@ def reflect(bank_id: str, body: m.ReflectRequest, served: Served) -> m.ReflectRe
 def list_memories(
     bank_id: str,
     served: Served,
-    type: Literal["world", "experience", "opinion", "observation"] | None = None,
+    type: Literal[NETWORKS] | None = None,
     q: str | None = None,
     entity_id: str | None = None,
     time_field: Literal["occurred_start"] | None = None,
