@@ -1,8 +1,8 @@
 """Recall's tunables: the bank's `recall.*` config laid over recall's own defaults.
 
-Every key and its default lives in `core/config.py` (a person can set each per
-bank); callers (benchmarks, the studio's sliders) can override any key for one
-recall.
+Every key, its type, range and default lives in the spec, `core/config.py` (a
+person can set each per bank); callers (benchmarks, the studio's sliders) can
+override any key for one recall, checked by the same spec.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.config import DEFAULTS as BANK_DEFAULTS
+from core.config import SettingError, setting_value
 from core.vocabulary import CHANNELS, LEVELS, LINK_KINDS
 
 __all__ = ["CHANNELS", "LEVELS", "activation_params", "mu", "resolve"]
@@ -27,8 +28,8 @@ def resolve(bank_config: Mapping[str, Any], overrides: Mapping[str, Any] | None)
             settings[key] = value
     for key, value in (overrides or {}).items():
         if key not in RECALL_DEFAULTS:
-            raise KeyError(f"unknown recall setting {key!r}")
-        settings[key] = type(RECALL_DEFAULTS[key])(value)
+            raise SettingError(f"unknown recall setting {key!r}")
+        settings[key] = setting_value(key, value)  # the spec's check: "false" is False
     return settings
 
 

@@ -73,6 +73,31 @@ def bank_info(bank_id: str, served: Served) -> dict[str, Any]:
     }
 
 
+@router.get("/config/spec")
+def config_spec() -> dict[str, Any]:
+    """Every bank setting: type, range, default and help (core/config.py)."""
+    from core.config import spec_table
+
+    return {"settings": spec_table()}
+
+
+class ConfigChange(Body):
+    settings: dict[str, Any]
+
+
+@router.get(BANK + "/config")
+def bank_config(bank_id: str, served: Served) -> dict[str, Any]:
+    bank = served.get(bank_id)
+    return {"config": bank.profile().config, "warnings": bank.profile_warnings()}
+
+
+@router.patch(BANK + "/config")
+def change_config(bank_id: str, body: ConfigChange, served: Served) -> dict[str, Any]:
+    """Change settings (null: back to the default); all are checked before any is
+    saved, and a bad one is a 422 naming its key."""
+    return write(served, bank_id, lambda bank: bank.set_profile(config=body.settings))
+
+
 @router.get(BANK + "/verify")
 def verify(bank_id: str, served: Served) -> dict[str, Any]:
     report = served.get(bank_id).verify()
