@@ -249,7 +249,7 @@ class EntityMapPane(Pane):
             key=bank,
         )
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         if change.touches(Kind.ENTITY) or change.touches(Kind.UNIT):
             self.refresh()
 

@@ -119,7 +119,7 @@ class GraphPane(Pane):
         if self._last is not None:
             self.request(*self._last)
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         # Only a change to something shown (units, links) is worth re-reading.
         nb = self.neighbourhood
         if nb is None or self._last is None:

@@ -82,7 +82,7 @@ class AuditPane(Pane):
         else:
             self.refresh()
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         # Every curation action writes an audit entry, whatever it touched.
         if self.bank is not None and not change.empty:
             self.refresh()

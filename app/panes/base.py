@@ -46,8 +46,11 @@ class Pane(QWidget):
     def set_bank(self, bank: Bank | None) -> None:
         """The bank shown changed (None: no bank open)."""
 
-    def apply_change(self, change: Change) -> None:
-        """The engine changed something; refresh only what this pane shows."""
+    def apply_change(self, change: Change, initiator: object = None) -> None:
+        """The engine changed something; refresh only what this pane shows.
+        `initiator` is the pane that asked for the change (the runner's
+        `run_op(initiator=...)`): a pane that refreshes itself when its own
+        operation is done can skip the refresh here."""
 
     def refresh(self) -> None:
         """F5: re-read everything this pane shows."""

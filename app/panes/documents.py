@@ -149,7 +149,7 @@ class DocumentsPane(Pane):
         else:
             self.refresh()
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         if self.bank is not None and (change.touches(Kind.DOCUMENT) or change.touches(Kind.UNIT)):
             self.refresh()
 

@@ -285,7 +285,7 @@ class EntitiesPane(Pane):
         else:
             self.refresh()
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         if self.bank is not None and (change.touches(Kind.ENTITY) or change.touches(Kind.UNIT)):
             self.refresh()
 

@@ -248,7 +248,7 @@ class SettingsPane(Pane):
         if bank is not None:
             self._load_profile(bank)
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         bank = self.bank
         if bank is not None and change.touches(Kind.PROFILE):
             self._load_profile(bank)

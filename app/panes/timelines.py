@@ -429,7 +429,7 @@ class TimelinesPane(Pane):
         self.stack.setCurrentWidget(self.body)
         self.reload()
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         if change.touches(Kind.OPINION) or change.ids(Kind.UNIT) & {o.id for o in self.opinions}:
             self.trajectories = {}
             self.reload()
