@@ -26,6 +26,7 @@ from core.store.units import (
 )
 from core.text import has_surrogate
 from core.types import (
+    MAX_UNIT_CHARS,
     UNSET,
     BankProfile,
     Change,
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
     from core.types import Document, Entity, Link, Turn
 
 ADD_BATCH = 1000
-MAX_UNIT_CHARS = 20_000
 
 
 class Bank:
