@@ -120,7 +120,6 @@ class GraphWidget(QWidget):
         # Set by an owner that can run recall again: called with recall settings.
         self.recall_rerun: Callable[[dict[str, Any]], None] | None = None
         self._trail: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
-        self._generation = 0
         self._pending_marks: list[str] = []
         self._rerun_timer = QTimer(self)
         self._rerun_timer.setSingleShot(True)
@@ -284,8 +283,8 @@ class GraphWidget(QWidget):
         positions: np.ndarray | None = None,
     ) -> None:
         """Lay out and show `graph`; animate `activation` (the trace's record) if given."""
-        self._generation += 1
-        generation = self._generation
+        if self.runner is not None:
+            self.runner.supersede(self, "layout")  # a newer graph replaces one being laid out
         self.player.pause()
         self.graph = graph
         self.activation = dict(activation) if activation else None
@@ -297,20 +296,16 @@ class GraphWidget(QWidget):
         self._pending_marks = list(marked)
         self._sync_controls()
         if positions is not None:
-            self._laid_out(generation, np.asarray(positions))
+            self._laid_out(np.asarray(positions))
             return
         layout_fn = self.layout_fn
         if self.runner is not None and graph.node_count > 1:
             self.info.setText(f"laying out {graph.node_count} nodes…")
-            self.runner.run_query(
-                lambda: layout_fn(graph), lambda pos: self._laid_out(generation, pos)
-            )
+            self.runner.run_query(lambda: layout_fn(graph), self._laid_out, latest=(self, "layout"))
         else:
-            self._laid_out(generation, layout_fn(graph))
+            self._laid_out(layout_fn(graph))
 
-    def _laid_out(self, generation: int, positions: np.ndarray) -> None:
-        if generation != self._generation:
-            return  # a newer graph replaced this one while it was being laid out
+    def _laid_out(self, positions: np.ndarray) -> None:
         self.positions = positions
         self.view.set_graph(self.graph, positions)
         self.view.set_marked(self._pending_marks)

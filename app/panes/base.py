@@ -36,6 +36,8 @@ class Pane(QWidget):
         if slug is not None:
             self.slug = slug
         self.setObjectName(f"pane-{self.slug}")
+        # First: what is still on its way for the old bank never arrives.
+        state.bank_changed.connect(self._drop_pending)
         state.bank_changed.connect(self.set_bank)
         state.changed.connect(self.apply_change)
 
@@ -43,8 +45,12 @@ class Pane(QWidget):
     def bank(self) -> Bank | None:
         return self.state.bank
 
+    def _drop_pending(self, _bank: Bank | None) -> None:
+        self.state.runner.supersede(self)
+
     def set_bank(self, bank: Bank | None) -> None:
-        """The bank shown changed (None: no bank open)."""
+        """The bank shown changed (None: no bank open). Results of this pane's
+        `latest=(self, topic)` queries asked for the old bank are dropped."""
 
     def apply_change(self, change: Change, initiator: object = None) -> None:
         """The engine changed something; refresh only what this pane shows.

@@ -413,7 +413,6 @@ class RecallDebuggerPane(Pane):
         self.texts: dict[str, str] = {}
         self.networks: dict[str, int] = {}
         self.selected: str | None = None
-        self._generation = 0
 
         # -- the form --
         self.query = QLineEdit()
@@ -615,7 +614,6 @@ class RecallDebuggerPane(Pane):
     # -- pane interface ----------------------------------------------------------------------
 
     def set_bank(self, bank: Bank | None) -> None:
-        self._generation += 1
         self.result = None
         self.trace = None
         self.status.setText("")
@@ -660,8 +658,6 @@ class RecallDebuggerPane(Pane):
         if bank is None or not query:
             return
         opts = self.options()
-        self._generation += 1
-        generation = self._generation
 
         def work() -> tuple[RecallResult, Neighbourhood]:
             # An inspection run: it must not count as the unit being recalled.
@@ -672,20 +668,17 @@ class RecallDebuggerPane(Pane):
         self.run_button.setEnabled(False)
         self.state.runner.run_query(
             work,
-            lambda out: self._arrived(generation, *out),
-            lambda error: self._failed(generation, error),
+            lambda out: self._arrived(*out),
+            self._failed,
             key=bank,
+            latest=(self, "recall"),  # a newer question (or slider move) wins
         )
 
-    def _failed(self, generation: int, error: BaseException) -> None:
-        if generation != self._generation:
-            return
+    def _failed(self, error: BaseException) -> None:
         self.run_button.setEnabled(True)
         self.status.setText(f"Recall failed: {describe(error)}")
 
-    def _arrived(self, generation: int, result: RecallResult, nb: Neighbourhood) -> None:
-        if generation != self._generation:
-            return
+    def _arrived(self, result: RecallResult, nb: Neighbourhood) -> None:
         self.run_button.setEnabled(True)
         self.show_result(result, nb)
         self.recalled.emit(result)

@@ -5,6 +5,7 @@ result never reaches the owner."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 from PySide6.QtCore import QObject
@@ -144,4 +145,40 @@ def test_committing_a_reflection_reloads_its_history_once(qtbot, demo_engine):
         wait_idle(qtbot, runner)
         assert len(loads) == 2
     finally:
+        runner.shutdown()
+
+
+def test_a_stale_recall_never_reaches_the_recall_debugger(qtbot, small_bank, monkeypatch):
+    from app.panes.recall_debugger import RecallDebuggerPane
+    from tests.app.test_recall_debugger import make_result
+
+    base = make_result(small_bank)
+    gate, started = threading.Event(), threading.Event()
+
+    def recall(query, **_options):
+        if query == "old":
+            started.set()
+            assert gate.wait(30)
+        return replace(base, query=query)
+
+    monkeypatch.setattr(small_bank, "recall", recall)
+    runner = Runner()
+    state = StudioState(small_bank.engine, runner)
+    state.set_bank(small_bank)
+    pane = RecallDebuggerPane(state)
+    qtbot.addWidget(pane)
+    shown: list[str] = []
+    pane.recalled.connect(lambda result: shown.append(result.query))
+    try:
+        pane.query.setText("old")
+        pane.run()
+        qtbot.waitUntil(started.is_set)
+        pane.query.setText("new")
+        with qtbot.waitSignal(pane.recalled, timeout=20_000):
+            pane.run()
+        with qtbot.waitSignal(runner.idle, timeout=20_000):
+            gate.set()  # the older question answers last
+        assert shown == ["new"] and pane.result.query == "new"
+    finally:
+        gate.set()
         runner.shutdown()
