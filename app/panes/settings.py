@@ -162,7 +162,9 @@ class SettingsPane(Pane):
         header = self.params.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        # Wide enough for a spin box editor with its arrows, not only the value.
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Fixed)
+        header.resizeSection(2, 120)
         for row_, (key, default) in enumerate(self.defaults.items()):
             name = QTableWidgetItem(key)
             name.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
