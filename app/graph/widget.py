@@ -40,10 +40,13 @@ from app.graph.layout import force_layout
 from app.graph.model import LINK_KINDS, NETWORKS, GraphData
 from app.graph.style import KIND_COLORS, network_color
 from app.graph.view import GraphView
+from core import CONFIG_SPEC
 
 SPEEDS = (("¼×", 0.25), ("½×", 0.5), ("1×", 1.0), ("2×", 2.0), ("4×", 4.0))
 SLIDER_STEPS = 100  # δ in [0, 1] and μ in [0, 2] move in hundredths / fiftieths
-MU_MAX = 2.0
+# The sliders reach what a bank may be set to (the engine's configuration spec).
+DECAY_MAX = float(CONFIG_SPEC["recall.activation_decay"].maximum or 1.0)
+MU_MAX = float(max(CONFIG_SPEC[f"recall.mu_{kind}"].maximum or 2.0 for kind in LINK_KINDS))
 # Resting links lighter than this are not drawn at first: a recall's subgraph on
 # a dense bank holds thousands of weak entity links (the energy's path always shows).
 DEFAULT_MIN_WEIGHT = 0.5
@@ -249,7 +252,7 @@ class GraphWidget(QWidget):
 
         self.kind_boxes: dict[str, QCheckBox] = {}
         self.mu_sliders: dict[str, _ValueSlider] = {}
-        self.decay_slider = _ValueSlider("δ", 1.0)
+        self.decay_slider = _ValueSlider("δ", DECAY_MAX)
         self.decay_slider.setToolTip("Decay δ applied at every activation step")
         self.decay_slider.moved.connect(self._parameter_moved)
         grid.addWidget(self.decay_slider, 1, 0)
