@@ -69,7 +69,7 @@ def run_action(
             return Change()
         moved = touched_units(back, forward) | mention_units(back, forward)
         derived = reconcile(tx.con, moved, rewritten=rewritten_units(forward), pairs_before=pairs)
-        if derived.units:
+        if derived.wrote:
             back, forward = diff(tx.con, before, capture(tx.con, scope))
         record(
             tx.con,

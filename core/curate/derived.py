@@ -38,15 +38,24 @@ FORMED = "formed"
 
 @dataclass
 class Derived:
-    """The derived units one reconcile flipped, and the jobs it queued."""
+    """The derived units one reconcile flipped or cut from their sources, and the
+    jobs it queued."""
 
     stale: list[str] = field(default_factory=list)
     revived: list[str] = field(default_factory=list)
+    # Observations that lost their source rows (broken); one may already have
+    # been stale (its entity retracted), so it is in neither list above.
+    unsourced: list[str] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
 
     @property
     def units(self) -> list[str]:
         return sorted({*self.stale, *self.revived})
+
+    @property
+    def wrote(self) -> bool:
+        """Whether reconcile changed any row (the action's delta must be read again)."""
+        return bool(self.stale or self.revived or self.unsourced)
 
     def change(self) -> Change:
         return Change.of(
@@ -163,6 +172,7 @@ def _observations(
         )
     _set_status(con, sorted(stale), STALE)
     _set_status(con, back, ACTIVE)
+    out.unsourced += sorted(broken)
     out.stale += sorted(stale)
     out.revived += back
     out.jobs += queue_observations(con, [*broken.values(), *stale.values()])

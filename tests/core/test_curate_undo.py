@@ -175,11 +175,6 @@ def _candidates(bank, b):
     return active, retracted, units, mentions
 
 
-# A known bug, found at the end of stop 11 (issue 13 stays open for it): after a
-# delete of a fact an observation quotes, undo leaves one of the observation's
-# observation_sources rows out. Reproduce with
-# @reproduce_failure('6.170.17', b'AEEDQQBBAUEAQQVBAUEDQQA='); remove the mark with the fix.
-@pytest.mark.xfail(reason="undo after delete loses an observation_sources row", strict=False)
 @settings(
     max_examples=12,
     deadline=None,
@@ -244,6 +239,25 @@ def test_any_sequence_then_as_many_undos_restores_the_bank(engine, template, dat
         bank.undo()
     assert dump(bank) == base
     assert _index_state(bank) == base_index
+    assert bank.verify().ok
+
+
+def test_undo_brings_back_the_sources_of_an_observation_already_stale(built):
+    """Found by the property test above: with its entity retracted, an observation
+    is stale; editing one of its facts then cuts its source rows (it must be
+    rebuilt). That cut is part of the edit's delta, so undo puts the rows back."""
+    bank, b = built
+    base = dump(bank)
+    bank.retract_entity(b.entities["marker"])
+    bank.edit_unit(b.units["m_bob"], occurred_start=datetime(2024, 3, 2), occurred_end=None)
+    sources = "SELECT unit_id FROM observation_sources WHERE observation_id = ?"
+    assert table_rows(bank, sources, [b.units["obs_marker"]]) == []
+    bank.undo()
+    assert sorted(table_rows(bank, sources, [b.units["obs_marker"]])) == sorted(
+        [(b.units["m_cello"],), (b.units["m_bob"],)]
+    )
+    bank.undo()
+    assert dump(bank) == base
     assert bank.verify().ok
 
 
