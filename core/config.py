@@ -370,6 +370,15 @@ def bank_config(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     return config
 
 
+def checked_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings to save, each as its key takes it (None: back to the default), so
+    what a JSON body or a command line said ("false", "60") is stored typed."""
+    return {
+        key: None if value is None else bank_config({key: value})[key]
+        for key, value in changes.items()
+    }
+
+
 def stored_config(overrides: Any) -> tuple[dict[str, Any], list[str]]:
     """A stored bank's config, never failing: what it holds that this version does not
     know (a newer version's key, a damaged value) is set aside and named in the

@@ -95,7 +95,10 @@ def bank_config(bank_id: str, served: Served) -> dict[str, Any]:
 def change_config(bank_id: str, body: ConfigChange, served: Served) -> dict[str, Any]:
     """Change settings (null: back to the default); all are checked before any is
     saved, and a bad one is a 422 naming its key."""
-    return write(served, bank_id, lambda bank: bank.set_profile(config=body.settings))
+    from core.config import checked_changes
+
+    settings = checked_changes(body.settings)  # before the lock: a bad key costs nothing
+    return write(served, bank_id, lambda bank: bank.set_profile(config=settings))
 
 
 @router.get(BANK + "/verify")

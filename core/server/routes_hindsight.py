@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from core.bank import Bank
+from core.config import checked_changes
 from core.server import models as m
 from core.server.errors import not_found, not_supported, refuse
 from core.server.operations import Operation, Operations
@@ -250,7 +251,9 @@ def update_config(bank_id: str, body: m.BankConfigUpdate, served: Served) -> m.B
         try:
             new = Disposition.from_dict(disposition) if touched else None
             change = bank.set_profile(
-                background=background, disposition=new, config=updates or None
+                background=background,
+                disposition=new,
+                config=checked_changes(updates) or None,  # stored typed: "false" is False
             )
         except (KeyError, ValueError, TypeError) as error:
             raise HTTPException(

@@ -13,6 +13,9 @@ def test_the_api_serves_the_spec_and_checks_values_by_it(http, bank_id):
     changed = http.patch(url, json={"settings": {"recall.entity_fan": "false", "recall.rrf_k": 30}})
     assert changed.status_code == 200, changed.text
     assert http.get(url).json()["config"]["recall.entity_fan"] is False
+    # Stored as the key takes it, not as the body spelled it.
+    stored = http.get(f"/v1/default/banks/{bank_id}/config").json()["overrides"]
+    assert stored == {"recall.entity_fan": False, "recall.rrf_k": 30}
 
     for bad, named in (
         ({"recall.rrf_k": 60.7}, "recall.rrf_k"),
