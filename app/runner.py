@@ -272,8 +272,9 @@ class Runner(QObject):
         kept = deque()
         for task in self._queue:
             if task.latest in keys and self._newest.get(task.latest) != task.id:
-                if task.job is not None:
+                if task.job is not None:  # never started: it ends here, cancelled
                     task.job.cancel()
+                    task.job.finished.emit(False)
                     task.job.deleteLater()
                 continue
             kept.append(task)
