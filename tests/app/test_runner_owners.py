@@ -105,9 +105,13 @@ def test_the_initiator_reaches_change_handlers(qtbot, runner, engine):
     with qtbot.waitSignal(state.changed, timeout=10_000) as signal:
         runner.run_op(lambda: change)
     assert signal.args[1] is None
-    # A superseded operation still happened: its change is broadcast, its result dropped.
-    gate, done = threading.Event(), []
-    runner.run_op(blocked(change, gate), done.append, initiator=pane, latest=(pane, "save"))
+    # A superseded operation that had started still happened: its change is
+    # broadcast, its result dropped.
+    gate, started, done = threading.Event(), threading.Event(), []
+    runner.run_op(
+        blocked(change, gate, started), done.append, initiator=pane, latest=(pane, "save")
+    )
+    qtbot.waitUntil(started.is_set)
     runner.run_op(lambda: Change.of(), done.append, latest=(pane, "save"))
     with qtbot.waitSignal(state.changed, timeout=10_000) as signal:
         gate.set()
