@@ -261,6 +261,46 @@ def test_undo_brings_back_the_sources_of_an_observation_already_stale(built):
     assert bank.verify().ok
 
 
+def test_hiding_a_step_s_evidence_takes_the_step_back_with_a_revised_event(built):
+    """An opinion reinforced by a fact that is then hidden no longer keeps that
+    step: its confidence is replayed without it, and its history says so; the
+    fact back, the step is back; undo puts every row back as it was."""
+    bank, b = built
+    opinion, evidence = b.units["o_alice"], b.units["a_office"]
+    with bank.store.transaction() as tx:
+        tx.con.execute(
+            "INSERT INTO opinion_events (id, opinion_id, happened_at, relation,"
+            " confidence_before, confidence_after, evidence_id, reason)"
+            " VALUES ('ev10', ?, ?, 'reinforce', 0.6, 0.75, ?, 'too loud')",
+            [opinion, datetime(2024, 3, 2), evidence],
+        )
+        tx.con.execute("UPDATE units SET confidence = 0.75 WHERE id = ?", [opinion])
+    base = dump(bank)
+
+    change = bank.hide_units([evidence])
+    assert opinion in change.ids(Kind.UNIT)
+    assert bank.unit(opinion).confidence == pytest.approx(0.6)
+    last = bank.opinion_events(opinion)[-1]
+    assert (last.relation, last.confidence_before, last.confidence_after) == (
+        "revised",
+        pytest.approx(0.75),
+        pytest.approx(0.6),
+    )
+    assert "hidden or gone" in last.reason
+    # The opinion's other evidence is untouched: nothing to revise on an unrelated edit.
+    events = len(bank.opinion_events(opinion))
+    bank.edit_unit(b.units["plain"], text="The weather in Porto was sunny all week.")
+    assert len(bank.opinion_events(opinion)) == events
+
+    bank.unhide_units([evidence])
+    assert bank.unit(opinion).confidence == pytest.approx(0.75)
+    assert bank.opinion_events(opinion)[-1].relation == "revised"
+    for _ in range(3):
+        bank.undo()
+    assert dump(bank) == base
+    assert bank.verify().ok
+
+
 def test_on_an_ingested_bank(bank, tmp_path):
     """Curation over what retain really wrote: undo restores it, a purge removes a
     name from every file, and the result round-trips through a snapshot."""
