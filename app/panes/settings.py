@@ -4,7 +4,7 @@ bank's profile and retain/recall parameters, each shown beside its default."""
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QFont
@@ -35,13 +35,17 @@ from core import (
     CONFIG_DEFAULTS,
     CONFIG_SPEC,
     ENGINE_SPEC,
-    Bank,
-    BankProfile,
-    Change,
     Kind,
     LanguageModel,
     LlmSettings,
 )
+
+if TYPE_CHECKING:
+    from core import (
+        Bank,
+        BankProfile,
+        Change,
+    )
 
 
 class SettingsPane(Pane):
