@@ -9,10 +9,13 @@ The spec (and pydantic) loads in the handlers, never for `engram --help`.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
+from core import InvalidInputError
 from core.cli.output import print_json
-from core.engine import Engine
-from core.types import InvalidInputError
+
+if TYPE_CHECKING:
+    from core import Engine
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def list_keys(args, engine: Engine) -> int:
-    from core.config import SPEC, spec_table
+    from core import CONFIG_SPEC as SPEC
+    from core import config_spec_table as spec_table
 
     if args.json:
         print_json(spec_table())
@@ -52,7 +56,7 @@ def list_keys(args, engine: Engine) -> int:
 
 
 def show_config(args, engine: Engine) -> int:
-    from core.config import DEFAULTS
+    from core import CONFIG_DEFAULTS as DEFAULTS
 
     _check_known(args.keys)
     bank = engine.open_bank(args.bank)
@@ -76,7 +80,7 @@ def show_config(args, engine: Engine) -> int:
 
 
 def set_config(args, engine: Engine) -> int:
-    from core.config import parse_setting
+    from core import parse_setting
 
     changes = {}
     for assignment in args.assignments:
@@ -92,7 +96,7 @@ def set_config(args, engine: Engine) -> int:
 
 
 def reset_config(args, engine: Engine) -> int:
-    from core.config import SPEC
+    from core import CONFIG_SPEC as SPEC
 
     _check_known(args.keys)
     bank = engine.open_bank(args.bank)
@@ -103,7 +107,8 @@ def reset_config(args, engine: Engine) -> int:
 
 
 def _check_known(keys: list[str]) -> None:
-    from core.config import SPEC, SettingError
+    from core import CONFIG_SPEC as SPEC
+    from core import SettingError
 
     for key in keys:
         if key not in SPEC:
