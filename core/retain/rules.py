@@ -421,7 +421,8 @@ class _Span:
     words: list[str]
     initial: bool  # begins a sentence
     before: tuple[str, str]  # the two tokens before it, lowercased
-    after: str = ""  # the token after it
+    after: str = ""  # the token after it ("'s" after a possessive)
+    following: tuple[str, ...] = ()  # the next few tokens after `after`, lowercased
 
 
 def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
@@ -437,6 +438,7 @@ def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
         nonlocal current
         if current is not None:
             current.after = after
+            current.following = tuple(t.lower() for t in tokens[k : k + FOLLOWING_TOKENS])
             spans.append(current)
             # A lone capitalised word mid-sentence is a name wherever it appears;
             # a word of a longer name ("Finding Freedom") is not evidence for itself.
@@ -486,6 +488,43 @@ def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
                 close("'s")
     close("")
     return spans, mid
+
+
+# Tokens after a span kept as evidence of its type ("Matt Patterson, he is …").
+FOLLOWING_TOKENS = 3
+# A creator's works: "Ed Sheeran's songs", or a quoted title ("Ed Sheeran's \"Perfect\"").
+_WORKS = _wordset(
+    "song songs music album albums track tracks lyrics voice book books novel novels "
+    "poem poems poetry painting paintings films movies memoir quote quotes"
+)
+_QUOTES = frozenset("\"“‘'")
+# "… like X" names a creator after an art form ("classical like Bach").
+_ART_FORMS = _wordset(
+    "music classical jazz rock pop rap hip-hop folk country opera songs artists artist "
+    "singers singer composers composer musicians musician authors author writers writer "
+    "poets poet painters painter actors actor rappers"
+)
+_LISTEN = _wordset("listen listens listened listening")
+# A pronoun right after a name, in the same clause, refers to it: "Matt, he is …".
+_PERSONAL_PRONOUNS = _wordset("he she he's she's who")
+
+
+def _creator_or_referred(span: _Span) -> bool:
+    """Evidence that a span names a person from what surrounds it: a creator of works,
+    someone listened to, or a name a personal pronoun takes up."""
+    before2, before1 = span.before
+    nxt = span.following[:1]
+    if span.after == "'s" and nxt and (nxt[0] in _WORKS or nxt[0] in _QUOTES):
+        return True
+    if before1 in ("like", "by") and before2 in _ART_FORMS:
+        return True
+    if before1 == "to" and before2 in _LISTEN:
+        return True
+    return span.after == "," and nxt[:1] != () and nxt[0] in _PERSONAL_PRONOUNS
+
+
+_ASKS_WHO = re.compile(r"\bwho(?:['’]s|se|m)?\b", re.IGNORECASE)
+_LIST_JOINERS = frozenset({"and", "or", ",", "&"})
 
 
 _GREETINGS = _wordset(
@@ -538,6 +577,8 @@ def _span_type(span: _Span, persons: set[str]) -> str:
         return "person"  # a full name after "by": an author, an artist
     if before1 in _PLACE_BEFORE or (before1 == "to" and before2 in _PLACE_BEFORE_TO):
         return "place"
+    if _creator_or_referred(span):
+        return "person"
     # Someone addressed by name: "Hey Mel!", "Thanks, Jo."
     if len(span.words) == 1 and (
         before1 in _GREETINGS or (before1 == "," and span.after in ("!", "?", ".", ","))
@@ -947,15 +988,27 @@ class _Context:
             mentions.append(EntityMention(turn.speaker, "person"))
         if piece.addressee and any(_SECOND_PERSON.search(text) for _, text in piece.segments):
             mentions.append(EntityMention(piece.addressee, "person"))
-        for turn, text in piece.segments:
+        # The answer to "who …?" names a person: "Who wrote it?" "It's Shia Labeouf!"
+        asked_who = piece.question and _ASKS_WHO.search(piece.segments[0][1]) is not None
+        for index, (turn, text) in enumerate(piece.segments):
+            person_ends: set[str] = set()  # last words of the persons named so far
             for span in self.spans.get(turn.id, ()):
                 words = self._name_words(span)
                 name = " ".join(words)
                 if not words or name not in text:
                     continue  # not a name, or in the other half of a split turn
                 if words is not span.words:
-                    span = _Span(words, False, ("", ""), span.after)
-                mentions.append(EntityMention(name, _span_type(span, self.persons)))
+                    span = _Span(words, False, ("", ""), span.after, span.following)
+                kind = _span_type(span, self.persons)
+                if kind == "other" and (
+                    (asked_who and index == len(piece.segments) - 1)
+                    # A name listed with a person is one: "Bach and Mozart".
+                    or (span.before[1] in _LIST_JOINERS and span.before[0] in person_ends)
+                ):
+                    kind = "person"
+                if kind == "person":
+                    person_ends.add(words[-1].casefold())
+                mentions.append(EntityMention(name, kind))
             for name in self.known.find(text):
                 mentions.append(EntityMention(name, _guess_type(name, self.persons)))
         return _unique(mentions)

@@ -9,6 +9,12 @@ which state nothing (their answer is what is worth keeping). This module:
   takes image captions ("[image: a photo of …]") out as their own statement;
 - drops *fillers*: sentences with no word outside a vocabulary of greetings,
   interjections, thanks and generic reactions, once the names are set aside;
+- drops *phatic* sentences: what is left is filler once the phrases that only
+  tend the conversation are taken out — wishing the listener well ("hope all's
+  good", "take care"), judging the chat itself ("great talking to you"),
+  thanking or praising the listener ("thanks, you're the best", "your support
+  means a lot"). A phrase with content after it ("have fun at the concert")
+  leaves content behind, so the sentence stays;
 - drops *questions* (a sentence ending in "?"), but hands the turn's last
   question to the caller, so the next speaker's answer can be paired with it;
 - joins a sentence that cannot stand alone — it opens by pointing back ("It
@@ -28,6 +34,7 @@ __all__ = [
     "Statement",
     "TurnStatements",
     "is_filler",
+    "is_phatic",
     "rewrite_is_safe",
     "sentences",
     "split_turn",
@@ -127,6 +134,71 @@ def is_filler(sentence: str, names: frozenset[str] = frozenset()) -> bool:
     return all(w in FILLER_WORDS or w in names for w in words)
 
 
+# Phrases that only tend the conversation: they greet, wish well, judge the chat,
+# thank, praise or encourage the listener. Matched on casefolded text with plain
+# apostrophes. Each stops where content could begin, so what follows it is judged
+# by the filler test.
+_INTENSIFIER = r"(?:(?:so|really|very|super|such|truly|always|just|totally|absolutely|a|the)\s+)*"
+_PHATIC = re.compile(
+    "|".join(
+        (
+            # wishing well, greeting, leave-taking
+            r"\b(?:i\s+)?hope\s+(?:all|everything|you|your|things|life|it)\b[^.!?,;]{0,40}?"
+            r"\b(?:good|well|great|fine|ok|okay|awesome|fantastic|treating\s+you\s+well)\b",
+            r"\bhave\s+an?\s+(?:\w+\s+)?(?:day|night|weekend|week|evening|time|one)\b",
+            r"\btake\s+(?:care|it\s+easy)\b(?:\s+of\s+yourself)?",
+            r"\b(?:talk|speak|chat)\s+(?:(?:to|with)\s+you\s+)?(?:soon|later)\b",
+            r"\b(?:see|catch)\s+(?:you|ya)(?:\s+(?:soon|later|around|then|next\s+time))?\b",
+            r"\b(?:until\s+next\s+time|long\s+time\s+no\s+(?:see|talk))\b",
+            # judging the chat itself
+            r"\b(?:(?:it|this|that)(?:'s|\s+is|\s+was|'s\s+been|\s+has\s+been)\s+)?"
+            + _INTENSIFIER
+            + r"(?:great|good|nice|lovely|awesome|fun|wonderful|cool|amazing|fantastic"
+            r"|a\s+pleasure|a\s+joy)\s+(?:to\s+)?(?:talk(?:ing)?|chat(?:ting)?|catch(?:ing)?\s+up"
+            r"|hear(?:ing)?\s+from\s+you|speak(?:ing)?|see(?:ing)?\s+you|(?:re)?connect(?:ing)?)"
+            r"(?:\s+(?:to|with)\s+you)?(?:\s+(?:again|today|as\s+always|too))*",
+            r"\b(?:i\s+)?(?:\w+\s+)?(?:love|loved|enjoy|enjoyed)\s+(?:talking|chatting"
+            r"|our\s+(?:chats?|talks?|conversations?))(?:\s+(?:to|with)\s+you)?",
+            # thanking and praising the listener
+            r"\b(?:thanks|thank\s+you|thx)(?:\s+(?:so|very)\s+much|\s+a\s+(?:lot|ton))?"
+            r"(?:\s+for\s+(?:the|your|all\s+(?:the|your))\s+(?:\w+\s+)?(?:support|words"
+            r"|encouragement|chat|talk|help|advice|message|compliment|love|kindness))?",
+            r"\byou(?:'re|\s+are|\s+were)\s+" + _INTENSIFIER + r"(?:best|amazing|awesome|great"
+            r"|sweet|kind|wonderful|star|legend|gem|angel|lifesaver|(?:good|great|true|real)\s+friend)"
+            r"\b",
+            r"\byou\s+rock\b",
+            r"\b(?:that|this|it|your\s+(?:\w+\s+){0,3}?(?:support|words|encouragement|friendship"
+            r"|help|kindness|advice|message|care))\s+(?:really\s+|truly\s+|just\s+)?means?\s+"
+            r"(?:a\s+lot|so\s+much|the\s+world|a\s+ton)(?:\s+to\s+me)?",
+            r"\b(?:i\s+)?(?:really\s+|truly\s+)?appreciate\s+(?:it|that|this|you|your\s+(?:\w+\s+)?"
+            r"(?:support|words|help|encouragement|kindness|advice))\b",
+            r"\b(?:i'm\s+|i\s+am\s+)?(?:so\s+|really\s+)?(?:glad|happy)\s+(?:to\s+hear|(?:that\s+)?you)"
+            r"\b[^.!?]{0,60}",
+            r"\b(?:no\s+(?:worries|problem)|any\s*time|you(?:'re|\s+are)\s+welcome|my\s+pleasure"
+            r"|(?:so\s+)?sorry\s+to\s+hear(?:\s+(?:that|about\s+that|it))?)\b",
+            # encouraging the listener
+            r"\byou(?:'ve)?\s+got\s+this\b|\bgood\s+luck\b(?:\s+with\s+(?:that|it|everything))?",
+            r"\bkeep\s+(?:it\s+up|going|at\s+it|up\s+the\s+(?:good|great)\s+work)\b",
+            r"\b(?:i\s+)?believe\s+in\s+you\b|\bproud\s+of\s+you\b",
+            r"\byou(?:'ll|\s+will)\s+(?:do\s+(?:great|fine|well|amazing)|nail\s+it|succeed|make\s+it)\b",
+        )
+    )
+)
+# Words a phatic phrase may leave behind ("…with you again", "means a lot to me").
+_PHATIC_REST = _wordset("again always today me too both ever everyone guys")
+
+
+def is_phatic(sentence: str, names: frozenset[str] = frozenset()) -> bool:
+    """Only tends the conversation: once its phatic phrases are taken out, what is
+    left is filler ("Hey Caroline, hope all's good!", "It's great talking to you")."""
+    text = sentence.casefold().replace("’", "'")
+    rest = _PHATIC.sub(" ", text)
+    if rest == text:
+        return False
+    words = _words(rest)
+    return all(w in FILLER_WORDS or w in names or w in _PHATIC_REST for w in words)
+
+
 def rewrite_is_safe(sentence: str) -> bool:
     """First person may become the speaker's name: no "you"/"we" to misread, no
     reflexive and no quotation in the sentence."""
@@ -164,6 +236,8 @@ def split_turn(text: str, names: frozenset[str] = frozenset()) -> TurnStatements
             question = sentence
             joinable = False  # an answer-less question breaks the thread
             continue
+        if is_phatic(sentence, names):
+            continue  # courtesy, not a memory ("No worries!" answers nothing either)
         if is_filler(sentence, names):
             if not kept and _opens_with(sentence, _ANSWER_OPENERS):
                 # A bare "Yes!" answers the question before: keep it to pair with.

@@ -14,7 +14,13 @@ from core.retain.gazetteer import is_place, is_region
 from core.retain.observations import rules_profile
 from core.retain.opinions import Relation, assess_rules
 from core.retain.rules import RulesExtractor
-from core.retain.statements import is_filler, rewrite_is_safe, sentences, split_turn
+from core.retain.statements import (
+    is_filler,
+    is_phatic,
+    rewrite_is_safe,
+    sentences,
+    split_turn,
+)
 from core.types import Entity, Network, Turn, Unit
 
 SESSION = datetime(2023, 5, 8, 13, 56)
@@ -98,6 +104,27 @@ def test_questions_are_never_opinions() -> None:
     assert any(f.network is Network.OPINION for f in facts)
 
 
+def test_greetings_wishes_and_thanks_to_the_listener_are_not_memories() -> None:
+    facts = facts_of(
+        ("Priya", "Hey Tomas, hope all's good! It's great talking to you again."),
+        ("Tomas", "Thanks, you're the best! Your support means a lot to me."),
+        ("Priya", "Take care! I think the new bakery on Elm Street is overrated."),
+        ("Tomas", "It was nice chatting with you. Family dinners mean a lot to me."),
+    )
+    texts = " | ".join(f.text for f in facts)
+    for phatic in ("hope all", "great talking", "the best", "means a lot", "Take care", "chatting"):
+        assert phatic not in texts, (phatic, texts)
+    opinions = [f.text for f in facts if f.network is Network.OPINION]
+    assert any("overrated" in t for t in opinions), opinions  # a real judgement stays
+    assert "Family dinners" in texts  # content stays
+    # A courtesy phrase followed by content leaves the content: the sentence stays.
+    names = frozenset({"tomas"})
+    for text in ("Have a great time at the Lisbon concert!", "I love talking about chess."):
+        assert not is_phatic(text, names), text
+    for text in ("Hey Tomas, hope all's good!", "It was great catching up.", "No worries!"):
+        assert is_phatic(text, names), text
+
+
 # -- entities -------------------------------------------------------------------------
 
 
@@ -117,6 +144,17 @@ def test_entities_typed_by_evidence() -> None:
     assert found["Ana"] == "person"  # "my wife Ana"
     assert found["Mel"] == "person"  # a short form of a speaker's name
     assert found["Zurich"] == "place"
+
+
+def test_creators_listed_names_and_answers_to_who_are_persons() -> None:
+    found = mentions(
+        ("Ines", 'I love jazz like Coltrane and Ellington, and Nora Quill\'s "Blue Hour" too.'),
+        ("Ravi", "I listen to Okafor a lot. It was Dario Lenz, he wrote the whole album."),
+        ("Ines", "Lovely! Who said that line, by the way?"),
+        ("Ravi", "It's Tobias Venn!"),
+    )
+    for name in ("Coltrane", "Ellington", "Nora Quill", "Okafor", "Dario Lenz", "Tobias Venn"):
+        assert found[name] == "person", (name, found)
 
 
 def test_fillers_chat_abbreviations_keywords_and_code_are_never_entities() -> None:
