@@ -16,6 +16,16 @@ A task may name a `key` (a bank): an `exclusive` task waits until no other task
 with that key runs, and later tasks with that key wait for it. Closing or
 deleting a bank uses this, so no read is mid-flight on a store being closed.
 
+Who asked: `run_op(..., initiator=pane)` hands the pane to every `changed`
+handler with the Change (as Anki's OpChanges handlers get theirs), so the pane
+that made a change can skip the refresh its own `on_done` does anyway.
+
+Latest result only: a task may name `latest=(owner, topic)`. A newer task
+with the same pair supersedes it: if it has not started it never runs, if it
+is a job it is cancelled, and whatever it returns or raises is dropped (a
+mutation's Change is still broadcast: it happened). `supersede(owner)` drops
+an owner's pending results without asking again (its bank was switched).
+
 `shutdown()` cancels every job and joins the pool: the window calls it on close.
 """
 
@@ -40,6 +50,7 @@ log = logging.getLogger(__name__)
 
 OnDone = Callable[[Any], None]
 OnError = Callable[[BaseException], None]
+Latest = tuple[Any, str]  # (owner, topic): only the newest task's result is delivered
 
 
 class _Signals(QObject):
@@ -105,6 +116,8 @@ class _Task:
     exclusive: bool = False
     job: Job | None = None
     label: str = ""
+    latest: Latest | None = None
+    initiator: Any = None
 
 
 def change_of(result: Any) -> Change | None:
@@ -122,7 +135,8 @@ def _alive(callback: Callable | None) -> bool:
 
 
 class Runner(QObject):
-    changed = Signal(object)  # Change, after every mutation that changed something
+    # Change, after every mutation that changed something, and who asked (or None).
+    changed = Signal(object, object)
     failed = Signal(str, str)  # a message for a person, and the details (traceback)
     job_started = Signal(object)  # Job
     job_finished = Signal(object)  # Job
@@ -137,6 +151,7 @@ class Runner(QObject):
         self._ids = itertools.count(1)
         self._running: dict[int, _Task] = {}
         self._queue: deque[_Task] = deque()
+        self._newest: dict[Latest, int] = {}  # (owner, topic) -> the task whose result counts
         self._closing = False
         self.submitted = 0  # for tests and benchmarks: tasks ever submitted
         # (key, mutating) -> a lock the task holds while it runs, or None: the studio's
@@ -158,9 +173,12 @@ class Runner(QObject):
         *,
         key: Any = None,
         exclusive: bool = False,
+        latest: Latest | None = None,
     ) -> int:
-        """Run a read off the UI thread; `on_done(result)` runs on the UI thread."""
-        return self._submit(_Task(next(self._ids), fn, on_done, on_error, False, key, exclusive))
+        """Run a read off the UI thread; `on_done(result)` runs on the UI thread.
+        With `latest`, only the newest query of that (owner, topic) is answered."""
+        task = _Task(next(self._ids), fn, on_done, on_error, False, key, exclusive, latest=latest)
+        return self._submit(task)
 
     def run_op(
         self,
@@ -171,9 +189,23 @@ class Runner(QObject):
         key: Any = None,
         exclusive: bool = False,
         label: str = "",
+        initiator: Any = None,
+        latest: Latest | None = None,
     ) -> int:
-        """Run a mutation; its Change is broadcast on `changed` before `on_done`."""
-        task = _Task(next(self._ids), fn, on_done, on_error, True, key, exclusive, label=label)
+        """Run a mutation; its Change is broadcast on `changed` with `initiator`
+        (the pane that asked) before `on_done`."""
+        task = _Task(
+            next(self._ids),
+            fn,
+            on_done,
+            on_error,
+            True,
+            key,
+            exclusive,
+            label=label,
+            latest=latest,
+            initiator=initiator,
+        )
         return self._submit(task)
 
     def run_job(
@@ -185,6 +217,8 @@ class Runner(QObject):
         *,
         mutating: bool = True,
         key: Any = None,
+        initiator: Any = None,
+        latest: Latest | None = None,
     ) -> Job:
         """Run `fn(progress, cancel)` as a visible, cancellable job."""
         token = CancelToken()
@@ -198,7 +232,18 @@ class Runner(QObject):
         def body() -> Any:
             return fn(progress, token)
 
-        task = _Task(task_id, body, on_done, on_error, mutating, key, job=job, label=label)
+        task = _Task(
+            task_id,
+            body,
+            on_done,
+            on_error,
+            mutating,
+            key,
+            job=job,
+            label=label,
+            latest=latest,
+            initiator=initiator,
+        )
         self._submit(task)
         return job
 
@@ -214,6 +259,44 @@ class Runner(QObject):
     def cancel_jobs(self) -> None:
         for job in self.jobs():
             job.cancel()
+
+    def supersede(self, owner: Any, topic: str | None = None) -> None:
+        """Drop the pending results of `owner` (of one topic, or all): queued tasks
+        never run, running jobs are cancelled, and what they return is not delivered."""
+        gone = {k for k in self._newest if k[0] is owner and (topic is None or k[1] == topic)}
+        for latest in gone:
+            del self._newest[latest]
+        self._drop_superseded(gone)
+
+    def _drop_superseded(self, keys: set[Latest]) -> None:
+        kept = deque()
+        for task in self._queue:
+            if task.latest in keys and self._newest.get(task.latest) != task.id:
+                if task.job is not None:  # never started: it ends here, cancelled
+                    task.job.cancel()
+                    task.job.finished.emit(False)
+                    task.job.deleteLater()
+                continue
+            kept.append(task)
+        self._queue = kept
+        for task in self._running.values():
+            stale = task.latest in keys and self._newest.get(task.latest) != task.id
+            if stale and task.job is not None:
+                task.job.cancel()
+
+    def _unless_superseded(self, task: _Task, fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            # Read on the worker (a dict lookup, atomic): a task that waited in the
+            # pool while a newer one of its owner came is not worth running.
+            if not self._current(task):
+                return None
+            return fn()
+
+        return run
+
+    def _current(self, task: _Task) -> bool:
+        """Whether the task's result is still wanted (no newer one of its owner's)."""
+        return task.latest is None or self._newest.get(task.latest) == task.id
 
     def shutdown(self, timeout_ms: int = -1) -> bool:
         """Cancel every job, drop queued work, and wait for running work to end."""
@@ -233,6 +316,9 @@ class Runner(QObject):
         if self._closing:
             return task.id
         self.submitted += 1
+        if task.latest is not None:
+            self._newest[task.latest] = task.id
+            self._drop_superseded({task.latest})
         self._queue.append(task)
         self._drain()
         return task.id
@@ -263,6 +349,8 @@ class Runner(QObject):
         lock = self.lock_for(task.key, task.mutating) if self.lock_for is not None else None
         if lock is not None:
             fn = _holding(lock, fn)
+        if task.latest is not None:
+            fn = self._unless_superseded(task, fn)
         self._pool.start(_Runnable(task.id, fn, self._signals))
 
     @Slot(int, int, int, str)
@@ -286,14 +374,17 @@ class Runner(QObject):
         task = self._running.pop(task_id, None)
         if task is None or self._closing:
             return
+        wanted = self._current(task)
+        if task.latest is not None and wanted:
+            del self._newest[task.latest]
         try:
             if error is None:
                 change = change_of(result) if task.mutating else None
                 if change is not None and not change.empty:
-                    self.changed.emit(change)
-                if task.on_done is not None and _alive(task.on_done):
+                    self.changed.emit(change, task.initiator)
+                if wanted and task.on_done is not None and _alive(task.on_done):
                     task.on_done(result)
-            else:
+            elif wanted:
                 self._report(task, error, tb)
         except Exception:  # a broken callback must not wedge the runner
             log.exception("callback of a runner task failed")

@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
 class StudioState(QObject):
     bank_changed = Signal(object)  # Bank | None
-    changed = Signal(object)  # Change, re-broadcast from the runner
+    # Change, re-broadcast from the runner, and the pane that asked for it (or None:
+    # another part of the studio, or another process through the studio's server).
+    changed = Signal(object, object)
     mode_changed = Signal(str)  # "offline rules" or "Ollama · <model>"
     status = Signal(str)  # a short message for the status bar
     opening_changed = Signal(str)  # the bank being opened in the runner ("" when none is)
@@ -69,11 +71,11 @@ class StudioState(QObject):
         must not keep saying "Ollama" after the server died or the model went."""
         self.runner.run_query(self.engine.mode, self.set_mode, lambda _error: None)
 
-    def _on_change(self, change: Change) -> None:
-        self.changed.emit(change)
+    def _on_change(self, change: Change, initiator: object) -> None:
+        self.changed.emit(change, initiator)
 
     def broadcast(self, change: Change) -> None:
         """A change made elsewhere (through the studio's server): the panes refresh
         as for the studio's own actions."""
         if not change.empty:
-            self.changed.emit(change)
+            self.changed.emit(change, None)

@@ -97,7 +97,6 @@ class UnitTableModel(QAbstractTableModel):
         self._descending = False
         self._rows = 0
         self._counted = False
-        self._gen = 0
         self._pages: OrderedDict[int, list[Unit]] = OrderedDict()
         self._stale: set[int] = set()
         self._in_flight: set[int] = set()
@@ -170,7 +169,7 @@ class UnitTableModel(QAbstractTableModel):
 
     def reload(self) -> None:
         """Start over: new filters, order or bank. Rows reappear as the count arrives."""
-        self._gen += 1
+        self.runner.supersede(self)  # reads for the old bank, filter or order never arrive
         self.beginResetModel()
         self._rows = 0
         self._counted = False
@@ -187,7 +186,7 @@ class UnitTableModel(QAbstractTableModel):
         """Re-read in place: keep showing cached rows until fresh ones replace them."""
         if self._bank is None:
             return
-        self._gen += 1
+        self.runner.supersede(self)
         self._stale.update(self._pages)
         self._in_flight.clear()
         self._wanted.clear()
@@ -355,15 +354,16 @@ class UnitTableModel(QAbstractTableModel):
         }
 
     def _request_count(self, repaint: bool = False) -> None:
-        bank, gen, args = self._bank, self._gen, self._query_args()
+        bank, args = self._bank, self._query_args()
         for k in ("order", "descending"):
             args.pop(k)
         self.count_fetches += 1
         self.runner.run_query(
             lambda: bank.count(**args),
-            lambda n: self._count_loaded(gen, n, repaint),
-            lambda error: self._failed(gen, error),
+            lambda n: self._count_loaded(n, repaint),
+            self._failed,
             key=bank,
+            latest=(self, "count"),
         )
 
     def _want(self, page: int) -> None:
@@ -386,19 +386,18 @@ class UnitTableModel(QAbstractTableModel):
             self._fetch(page)
 
     def _fetch(self, page: int) -> None:
-        bank, gen, args = self._bank, self._gen, self._query_args()
+        bank, args = self._bank, self._query_args()
         self._in_flight.add(page)
         self.fetches.append(page)
         self.runner.run_query(
             lambda: bank.units(offset=page * PAGE_SIZE, limit=PAGE_SIZE, **args),
-            lambda units: self._page_loaded(gen, page, units),
-            lambda error: self._failed(gen, error, page),
+            lambda units: self._page_loaded(page, units),
+            lambda error: self._failed(error, page),
             key=bank,
+            latest=(self, f"page {page}"),
         )
 
-    def _count_loaded(self, gen: int, rows: int, repaint: bool) -> None:
-        if gen != self._gen:
-            return
+    def _count_loaded(self, rows: int, repaint: bool) -> None:
         old = self._rows
         if rows < old:
             self.beginRemoveRows(QModelIndex(), rows, old - 1)
@@ -417,9 +416,7 @@ class UnitTableModel(QAbstractTableModel):
             self.dataChanged.emit(self.index(0, 0), self.index(self._rows - 1, len(COLUMNS) - 1))
         self.count_changed.emit(rows)
 
-    def _page_loaded(self, gen: int, page: int, units: list[Unit]) -> None:
-        if gen != self._gen:
-            return
+    def _page_loaded(self, page: int, units: list[Unit]) -> None:
         self._in_flight.discard(page)
         self._pages[page] = list(units)
         self._pages.move_to_end(page)
@@ -437,9 +434,7 @@ class UnitTableModel(QAbstractTableModel):
         while len(self._pages) > MAX_PAGES:
             self._pages.popitem(last=False)
 
-    def _failed(self, gen: int, error: BaseException, page: int | None = None) -> None:
-        if gen != self._gen:
-            return  # a read for a bank or filter no longer shown
+    def _failed(self, error: BaseException, page: int | None = None) -> None:
         if page is not None:
             self._in_flight.discard(page)
         self.failed.emit(describe(error))

@@ -1,137 +1,382 @@
-"""Bank configuration: every tunable with its default, in one place.
+"""The configuration spec: every setting's type, range, default and help, once.
 
-A bank stores only the values a person changed; `bank_config` lays them over
-these defaults, so the settings pane can show each default beside its value.
+Two kinds of settings, each a pydantic model:
+
+- a bank's tunables (`RetainSettings`, `RecallSettings`), keyed `retain.*`
+  and `recall.*`; a bank stores only the values a person changed, and
+  `bank_config` lays them over the defaults;
+- the engine's (`EngineFields`): the language model every bank shares, kept in
+  `settings.json` (core/settings.py).
+
+The settings pane, `engram config` and the HTTP API read `SPEC` (one `Setting`
+per key) and validate through `setting_value`, so a value is accepted or refused
+with the same words everywhere. Lax where text must be read (the CLI, a JSON
+body): "false" is False, "60" is 60; never lossy: 60.7 is not an int.
+
+Imports pydantic: `engram --help` and `engram banks` must not load this module
+(core/settings.py and core/vocabulary.py stay light).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from functools import cache
+from typing import Annotated, Any
 
-DEFAULTS: dict[str, Any] = {
-    # retain
-    "retain.opinion_alpha": 0.1,
-    "retain.entity_name_weight": 0.6,
-    "retain.entity_cooccurrence_weight": 0.25,
-    "retain.entity_time_weight": 0.15,
-    "retain.entity_merge_threshold": 0.75,
-    "retain.entity_links_per_entity": 20,
-    "retain.temporal_window_hours": 72.0,
-    "retain.temporal_decay_hours": 24.0,
-    "retain.semantic_top_k": 5,
-    "retain.semantic_threshold": 0.7,
-    "retain.duplicate_similarity": 0.95,
-    "retain.duplicate_window_hours": 24.0,
-    # recall
-    "recall.rrf_k": 60,
-    "recall.activation_decay": 0.8,
-    "recall.activation_threshold": 0.05,
+from annotated_types import Ge, Gt, Le
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+
+from core.types import InvalidInputError
+
+
+class SettingError(InvalidInputError, ValueError):
+    """A setting refused: an unknown key, or a value of the wrong type or out of range.
+
+    A ValueError too, so callers that caught the old KeyError/ValueError/TypeError
+    keep working."""
+
+
+def _not_a_truth_value(value: Any) -> Any:
+    # pydantic reads True as 1 for an int; a switch is never a count.
+    if isinstance(value, bool):
+        raise ValueError("expected a number, got a truth value")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_not_a_truth_value)]
+Number = Annotated[float, BeforeValidator(_not_a_truth_value)]
+
+
+def _field(default: Any, help: str, **bounds: float) -> Any:
+    return Field(default, description=help, **bounds)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class RetainSettings(_Section):
+    """`retain.*`: how facts become units, links, entities and opinions."""
+
+    opinion_alpha: Number = _field(
+        0.1, "How far one piece of evidence moves an opinion's confidence (α).", ge=0, le=1
+    )
+    entity_name_weight: Number = _field(
+        0.6, "Weight of name similarity when resolving entities.", ge=0, le=1
+    )
+    entity_cooccurrence_weight: Number = _field(
+        0.25, "Weight of shared neighbours when resolving entities.", ge=0, le=1
+    )
+    entity_time_weight: Number = _field(
+        0.15, "Weight of time proximity when resolving entities.", ge=0, le=1
+    )
+    entity_merge_threshold: Number = _field(
+        0.75, "Score above which two names are one entity.", ge=0, le=1
+    )
+    entity_links_per_entity: Count = _field(
+        20, "Entity links laid per entity (most recent first).", ge=0
+    )
+    temporal_window_hours: Number = _field(
+        72.0, "Facts closer than this in time get a temporal link.", ge=0
+    )
+    temporal_decay_hours: Number = _field(
+        24.0, "How fast a temporal link's weight decays with the gap (hours to 1/e).", gt=0
+    )
+    semantic_top_k: Count = _field(5, "Semantic links laid per new fact.", ge=0)
+    semantic_threshold: Number = _field(
+        0.7, "Cosine similarity a semantic link needs.", ge=-1, le=1
+    )
+    # Above 1 no cosine reaches it: merging is off (the crash tests use 1.01).
+    duplicate_similarity: Number = _field(
+        0.95, "Cosine above which a new fact merges into an old one (above 1: never).", ge=0, le=2
+    )
+    duplicate_window_hours: Number = _field(
+        24.0, "Time window for merging near-identical facts.", ge=0
+    )
+    entity_candidate_floor: Number = _field(
+        0.7, "Name similarity a candidate entity needs to be scored at all.", ge=0, le=1
+    )
+    entity_time_scale_days: Number = _field(
+        30.0,
+        "Time proximity exp(−gap / scale) when resolving entities: a scale apart is 1/e.",
+        gt=0,
+    )
+    temporal_links_per_unit: Count = _field(
+        10, "Temporal links kept per new fact (the nearest in time within the window).", ge=0
+    )
+    opinion_related_similarity: Number = _field(
+        0.7, "Cosine above which a fact bears on an opinion.", ge=-1, le=1
+    )
+    opinion_entity_similarity: Number = _field(
+        0.5, "…or above this when they also share an entity other than the speakers.", ge=-1, le=1
+    )
+    opinion_holder_similarity: Number = _field(
+        0.6, "…or above this when the fact is spoken by the opinion's own holder.", ge=-1, le=1
+    )
+    opinion_candidates: Count = _field(
+        3, "Opinions assessed per new fact (each is a model call in llm mode).", ge=0
+    )
+    observation_max_facts: Count = _field(
+        12, "Facts quoted in a rules-mode observation profile.", ge=1
+    )
+
+
+class RecallSettings(_Section):
+    """`recall.*`: the four channels, fusion, reranking and packing."""
+
+    rrf_k: Count = _field(60, "Reciprocal Rank Fusion constant k: 1 / (k + rank).", ge=0)
+    activation_decay: Number = _field(0.8, "Spreading activation decay δ per step.", ge=0, le=1)
+    activation_threshold: Number = _field(
+        0.05, "Activation below which spreading stops.", ge=0, le=1
+    )
     # Spreading is a process (see recall/activation.py): each step lights at
     # most `activation_step_budget` new nodes, strongest first, so the node
     # budget fills over several steps rather than in the first.
-    "recall.activation_steps": 8,
-    "recall.activation_step_budget": 40,
-    "recall.seed_similarity_floor": 0.3,
-    "recall.mu_causal": 1.0,
-    "recall.mu_entity": 0.9,
-    "recall.mu_temporal": 0.8,
-    "recall.mu_semantic": 0.6,
-    # How many of the best semantic and lexical hits, fused (those above the
-    # similarity floor), seed the graph.
-    "recall.activation_seeds": 10,
-    # Lit nodes at most, seeds included.
-    "recall.activation_node_budget": 200,
-    # Whether the graph channel's ranking lists its seeds too (they are
-    # semantic or lexical hits already; listing them again would vote for them twice).
-    "recall.graph_include_seeds": False,
-    # Entity links weighted by their entity's specificity (the fan effect).
-    "recall.entity_fan": True,
-    # Graph score = activation · ((1 − g) + g · similarity to the query).
-    "recall.graph_relevance": 1.0,
-    # A local cross-encoder folder; empty = the heuristic reranker.
-    "recall.cross_encoder_path": "",
-    # Heuristic reranker weights (see rerank.HeuristicReranker).
-    "recall.rerank_time_weight": 0.5,
-    "recall.rerank_recency_weight": 0.05,
-    "recall.rerank_half_life_days": 180.0,
-    # Temporal channel: weight of query similarity against midpoint proximity.
-    "recall.temporal_similarity_weight": 0.5,
-    # Maximal marginal relevance after rerank: λ (0 = off) and how many of
-    # the best candidates it reorders (see diversity.py).
-    "recall.diversity": 0.0,
-    "recall.diversity_candidates": 200,
-    # Packing: within this many places, facts whose source turns are all
-    # covered already move below facts that bring new ones (1 = off).
-    "recall.source_diversity_window": 1,
-    # Packing: one observation (an entity profile) takes at most this share of
-    # a budget; a longer one is skipped so it cannot crowd the facts out.
-    "recall.observation_max_share": 0.15,
-    # Channel weights in fusion (RRF numerators).
-    "recall.weight_semantic": 1.0,
-    "recall.weight_lexical": 1.0,
+    activation_steps: Count = _field(8, "Maximum spreading activation steps.", ge=0)
+    activation_step_budget: Count = _field(
+        40, "New nodes one spreading step may light (0: no limit).", ge=0
+    )
+    seed_similarity_floor: Number = _field(
+        0.3, "Similarity a semantic hit needs to seed activation.", ge=-1, le=1
+    )
+    mu_causal: Number = _field(1.0, "μ: how much a causal link passes on.", ge=0, le=2)
+    mu_entity: Number = _field(0.9, "μ: how much an entity link passes on.", ge=0, le=2)
+    mu_temporal: Number = _field(0.8, "μ: how much a temporal link passes on.", ge=0, le=2)
+    mu_semantic: Number = _field(0.6, "μ: how much a semantic link passes on.", ge=0, le=2)
+    activation_seeds: Count = _field(
+        10, "Best semantic and lexical hits, fused, that seed the graph.", ge=0
+    )
+    activation_node_budget: Count = _field(
+        200, "Nodes spreading may light at most, seeds included.", ge=1
+    )
+    # The seeds are semantic or lexical hits already: listing them again
+    # would vote for them twice.
+    graph_include_seeds: bool = _field(
+        False, "Whether the graph channel's ranking lists its seeds too."
+    )
+    entity_fan: bool = _field(
+        True, "Weigh entity links by how specific their entity is (the fan effect)."
+    )
+    graph_relevance: Number = _field(
+        1.0,
+        "g in graph score = activation · ((1 − g) + g · similarity to the query).",
+        ge=0,
+        le=1,
+    )
+    cross_encoder_path: str = _field(
+        "", "A local cross-encoder folder; empty: the heuristic reranker."
+    )
+    rerank_time_weight: Number = _field(
+        0.5, "Heuristic reranker: weight of the query's time window.", ge=0
+    )
+    rerank_recency_weight: Number = _field(0.05, "Heuristic reranker: weight of recency.", ge=0)
+    rerank_half_life_days: Number = _field(
+        180.0, "Heuristic reranker: days after which recency counts half.", gt=0
+    )
+    temporal_similarity_weight: Number = _field(
+        0.5, "Temporal channel: weight of query similarity against time proximity.", ge=0, le=1
+    )
+    diversity: Number = _field(
+        0.0, "Maximal marginal relevance after rerank: λ (0: off).", ge=0, le=1
+    )
+    diversity_candidates: Count = _field(
+        200, "How many of the best candidates diversity reorders.", ge=1
+    )
+    source_diversity_window: Count = _field(
+        1,
+        "Packing: facts whose source turns are covered already move down within "
+        "this many places (1: off).",
+        ge=1,
+    )
+    observation_max_share: Number = _field(
+        0.15, "Packing: the share of a budget one entity profile may take.", ge=0, le=1
+    )
+    weight_semantic: Number = _field(1.0, "Fusion weight of the semantic channel.", ge=0)
+    weight_lexical: Number = _field(1.0, "Fusion weight of the lexical (BM25) channel.", ge=0)
     # The graph is an indirect signal (neighbours of the best hits): on the
     # LoCoMo development split a full vote crowded direct hits out of small
     # budgets; a quarter vote lifted multi-hop and temporal questions.
-    "recall.weight_graph": 0.25,
-    "recall.weight_temporal": 1.0,
-    # Fused scores of facts spoken by a speaker the query names are multiplied
-    # by 1 + this (0 = off); see core/recall/focus.py.
-    "recall.speaker_focus": 1.0,
-    # Embed the query without the speaker names it holds (they say who, not what).
-    "recall.embed_without_speakers": True,
-    # retain (entity resolution, links, opinions, observations)
-    # A candidate entity is scored only when its name is at least this similar.
-    "retain.entity_candidate_floor": 0.7,
-    # Time proximity exp(-gap / scale): a month apart scores 1/e.
-    "retain.entity_time_scale_days": 30.0,
-    # Temporal links kept per new unit (the nearest in time within the window).
-    "retain.temporal_links_per_unit": 10,
-    # An opinion is related to a fact above this cosine, or above the lower one
-    # when they also share an entity other than the speakers.
-    "retain.opinion_related_similarity": 0.7,
-    "retain.opinion_entity_similarity": 0.5,
-    # …or above this one when the fact is spoken by the opinion's own holder.
-    "retain.opinion_holder_similarity": 0.6,
-    # Opinions assessed per new fact (each is a model call in llm mode).
-    "retain.opinion_candidates": 3,
-    # Facts quoted in a rules-mode observation profile.
-    "retain.observation_max_facts": 12,
+    weight_graph: Number = _field(0.25, "Fusion weight of the graph channel.", ge=0)
+    weight_temporal: Number = _field(1.0, "Fusion weight of the temporal channel.", ge=0)
+    speaker_focus: Number = _field(
+        1.0, "Facts spoken by a speaker the query names score × (1 + this) (0: off).", ge=0
+    )
+    embed_without_speakers: bool = _field(
+        True, "Embed the query without the speaker names it holds (they say who, not what)."
+    )
+
+
+class EngineFields(_Section):
+    """The engine's settings (settings.json): the language model every bank shares."""
+
+    ollama_host: str = _field("http://127.0.0.1:11434", "The Ollama server's address.")
+    ollama_model: str = _field(
+        "", "The Ollama model to use; empty: no language model, offline rules everywhere."
+    )
+    ollama_timeout: Number = _field(
+        60.0,
+        "Seconds the model may stay silent before a call fails (replies stream, so a "
+        "slow model that keeps writing is never cut).",
+        gt=0,
+        le=86400,
+    )
+
+
+BANK_SECTIONS: dict[str, type[_Section]] = {"retain": RetainSettings, "recall": RecallSettings}
+# Names a bank once stored that no version reads any more: dropped with a note.
+RETIRED: dict[str, str] = {
+    "reranker_model_path": "the cross-encoder is set per bank (recall.cross_encoder_path)",
 }
 
 
+@dataclass(frozen=True)
+class Setting:
+    """One key of the spec, as the pane, the CLI and the API show it."""
+
+    key: str  # "recall.rrf_k"; an engine setting has no section: "ollama_timeout"
+    kind: type  # bool, int, float or str
+    default: Any
+    help: str
+    minimum: float | None = None  # inclusive unless `exclusive_minimum`
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+
+    @property
+    def type_name(self) -> str:
+        return {bool: "true/false", int: "integer", float: "number", str: "text"}[self.kind]
+
+    @property
+    def range_text(self) -> str:
+        """'0 ≤ x ≤ 1', 'x > 0', … or '' when any value of the kind is fine."""
+        low = (
+            ""
+            if self.minimum is None
+            else f"{_num(self.minimum)} {'<' if self.exclusive_minimum else '≤'} "
+        )
+        high = "" if self.maximum is None else f" ≤ {_num(self.maximum)}"
+        if not low and not high:
+            return ""
+        if low and not high:
+            return f"x {'>' if self.exclusive_minimum else '≥'} {_num(self.minimum)}"
+        return f"{low}x{high}"
+
+    def describe(self) -> str:
+        """The help with the kind, range and default: a tooltip or `engram config keys`."""
+        limits = f", {self.range_text}" if self.range_text else ""
+        return f"{self.help} ({self.type_name}{limits}; default {self.default!r})"
+
+
+def spec_table() -> dict[str, dict[str, Any]]:
+    """The bank settings' spec as JSON: `engram config keys --json` and the API."""
+    return {
+        key: {
+            "type": s.type_name,
+            "default": s.default,
+            "minimum": s.minimum,
+            "maximum": s.maximum,
+            "exclusive_minimum": s.exclusive_minimum,
+            "help": s.help,
+        }
+        for key, s in SPEC.items()
+    }
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def _settings_of(model: type[_Section], prefix: str) -> dict[str, Setting]:
+    out: dict[str, Setting] = {}
+    for name, field in model.model_fields.items():
+        bounds = {type(m): m for m in field.metadata}
+        kind = field.annotation
+        kind = getattr(kind, "__origin__", kind)  # Annotated[int, …] -> int
+        low = bounds.get(Ge) or bounds.get(Gt)
+        out[prefix + name] = Setting(
+            key=prefix + name,
+            kind=kind,
+            default=field.default,
+            help=field.description or "",
+            minimum=None if low is None else getattr(low, "ge", getattr(low, "gt", None)),
+            maximum=None if Le not in bounds else bounds[Le].le,
+            exclusive_minimum=Gt in bounds,
+        )
+    return out
+
+
+SPEC: dict[str, Setting] = {
+    key: setting
+    for section, model in BANK_SECTIONS.items()
+    for key, setting in _settings_of(model, section + ".").items()
+}
+ENGINE_SPEC: dict[str, Setting] = _settings_of(EngineFields, "")
+DEFAULTS: dict[str, Any] = {key: setting.default for key, setting in SPEC.items()}
+
+
+@cache
+def _adapter(model: type[_Section], name: str) -> TypeAdapter:
+    field = model.model_fields[name]
+    return TypeAdapter(Annotated[field.annotation, field], config=ConfigDict(allow_inf_nan=False))
+
+
+def _model_and_name(key: str) -> tuple[type[_Section], str]:
+    section, _, name = key.partition(".")
+    model = BANK_SECTIONS.get(section) if name else EngineFields
+    name = name or key
+    if model is None or name not in model.model_fields:
+        raise SettingError(f"unknown setting {key!r}{_suggestion(key)}")
+    return model, name
+
+
+def _suggestion(key: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, [*SPEC, *ENGINE_SPEC], n=1, cutoff=0.8)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def setting_value(key: str, value: Any) -> Any:
+    """`value` as setting `key` takes it; SettingError naming the key if it cannot be."""
+    model, name = _model_and_name(key)
+    try:
+        checked = _adapter(model, name).validate_python(value)
+    except ValidationError as error:
+        problem = error.errors()[0]["msg"].replace("Value error, ", "")
+        problem = problem.replace("Input should be", "must be")
+        raise SettingError(f"setting {key!r} = {value!r}: {problem}") from None
+    if isinstance(checked, float) and not math.isfinite(checked):  # belt and braces
+        raise SettingError(f"setting {key!r} must be a finite number, got {value!r}")
+    return checked
+
+
+def parse_setting(key: str, text: str) -> Any:
+    """A value typed as text (the CLI, a table cell): "false", "60", "0.5", a path."""
+    setting = SPEC.get(key) or ENGINE_SPEC.get(key)
+    if setting is None:
+        raise SettingError(f"unknown setting {key!r}{_suggestion(key)}")
+    return setting_value(key, text if setting.kind is str else text.strip())
+
+
 def bank_config(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The defaults with `overrides` laid over them; an unknown key or a value of
-    the wrong kind raises (KeyError, ValueError, TypeError)."""
+    """The defaults with `overrides` laid over them; SettingError for an unknown
+    key or a bad value, naming the key."""
     config = dict(DEFAULTS)
     for key, value in (overrides or {}).items():
-        if key not in DEFAULTS:
-            raise KeyError(f"unknown setting {key!r}")
+        if key not in SPEC:
+            raise SettingError(f"unknown setting {key!r}{_suggestion(key)}")
         config[key] = setting_value(key, value)
     return config
 
 
-def setting_value(key: str, value: Any) -> Any:
-    """`value` as the kind of setting `key` is; ValueError/TypeError if it is not one."""
-    kind = type(DEFAULTS[key])
-    if kind is bool:
-        # bool("false") is True: only real truth values (or 0/1, "true"/"false") pass.
-        if isinstance(value, bool | int) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return value.lower() == "true"
-        raise TypeError(f"setting {key!r} must be true or false, got {value!r}")
-    if kind in (int, float):
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise TypeError(f"setting {key!r} must be a number, got {value!r}")
-        number = kind(value)
-        if not math.isfinite(number):
-            raise ValueError(f"setting {key!r} must be a finite number, got {value!r}")
-        return number
-    if not isinstance(value, str):
-        raise TypeError(f"setting {key!r} must be text, got {value!r}")
-    return value
+def checked_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings to save, each as its key takes it (None: back to the default), so
+    what a JSON body or a command line said ("false", "60") is stored typed."""
+    return {
+        key: None if value is None else bank_config({key: value})[key]
+        for key, value in changes.items()
+    }
 
 
 def stored_config(overrides: Any) -> tuple[dict[str, Any], list[str]]:
@@ -145,11 +390,31 @@ def stored_config(overrides: Any) -> tuple[dict[str, Any], list[str]]:
         return dict(DEFAULTS), [f"the stored config is not a table of settings ({overrides!r})"]
     config = dict(DEFAULTS)
     for key, value in overrides.items():
-        if key not in DEFAULTS:
-            warnings.append(f"unknown setting {key!r} ignored (saving the profile drops it)")
+        if key not in SPEC:
+            why = RETIRED.get(key)
+            reason = f"retired: {why}" if why else "saving the profile drops it"
+            warnings.append(f"unknown setting {key!r} ignored ({reason})")
             continue
         try:
             config[key] = setting_value(key, value)
-        except (TypeError, ValueError) as error:
+        except SettingError as error:
             warnings.append(f"{error}; the default {DEFAULTS[key]!r} is used")
     return config, warnings
+
+
+def engine_values(stored: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Engine settings read from settings.json or the environment: the valid ones,
+    and a note for each key that was dropped (retired, unknown or damaged)."""
+    values: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, value in stored.items():
+        if key in RETIRED:
+            notes.append(f"{key!r} in settings.json is no longer used: {RETIRED[key]}")
+        elif key not in ENGINE_SPEC:
+            notes.append(f"unknown engine setting {key!r} in settings.json ignored")
+        else:
+            try:
+                values[key] = setting_value(key, value)
+            except SettingError as error:
+                notes.append(f"{error}; the default {ENGINE_SPEC[key].default!r} is used")
+    return values, notes

@@ -20,6 +20,7 @@ from core.config import stored_config
 from core.home import read_label
 from core.text import has_surrogate
 from core.types import (
+    MAX_UNIT_CHARS,
     BankProfile,
     Disposition,
     EngramError,
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     from core.providers.embedder import Embedder
     from core.providers.llm import LanguageModel
     from core.store.bank_store import BankStore
-
-MAX_UNIT_CHARS = 20_000
 
 
 class BankHandle:

@@ -25,6 +25,10 @@ UNSET: Any = _Unset()
 # How `ingest` may extract: the pipeline's modes (core/retain/pipeline.py).
 INGEST_MODES = ("auto", "llm", "rules", "verbatim")
 
+# The longest text one memory unit holds: what extraction cuts a fact to, and
+# what a hand edit or a hand-added unit may be.
+MAX_UNIT_CHARS = 20_000
+
 
 def new_id() -> str:
     """A short random id; 64 bits is plenty for one bank and keeps keys compact."""

@@ -178,7 +178,6 @@ class EntityMapPane(Pane):
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
-        self._generation = 0
         self.map: EntityMap | None = None
         self.selected: str | None = None
         # Asks before a merge or a retraction; tests replace it.
@@ -252,17 +251,16 @@ class EntityMapPane(Pane):
         bank = self.bank
         if bank is None:
             return
-        self._generation += 1
-        generation = self._generation
         self.status.setText("Reading entities…")
         self.state.runner.run_query(
             lambda: read(bank),
-            lambda emap: self._arrived(generation, emap),
+            self._arrived,
             lambda error: self.status.setText(f"Could not read entities: {describe(error)}"),
             key=bank,
+            latest=(self, "map"),
         )
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         if change.touches(Kind.ENTITY) or change.touches(Kind.UNIT):
             self.refresh()
 
@@ -270,9 +268,7 @@ class EntityMapPane(Pane):
         self.find.setFocus()
         return True
 
-    def _arrived(self, generation: int, emap: EntityMap) -> None:
-        if generation != self._generation:
-            return
+    def _arrived(self, emap: EntityMap) -> None:
         self.map = emap
         if not emap.entities:
             self.stack.setCurrentWidget(self.empty)

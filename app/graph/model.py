@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from core import RecallTrace
+# The engine's vocabulary (core/vocabulary.py); the graph indexes into it.
+from core import LINK_KINDS, NETWORKS, RecallTrace
 
-NETWORKS: tuple[str, ...] = ("world", "experience", "opinion", "observation")
-LINK_KINDS: tuple[str, ...] = ("entity", "temporal", "semantic", "causal")
+__all__ = ["LINK_KINDS", "NETWORKS", "UNKNOWN_NETWORK", "GraphData"]
+
 # Nodes whose network the studio does not know yet (not loaded, or deleted since).
 UNKNOWN_NETWORK = len(NETWORKS)
 

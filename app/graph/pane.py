@@ -56,7 +56,6 @@ class GraphPane(Pane):
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
-        self._generation = 0
         self._last: tuple[str, str] | None = None
         self.neighbourhood: Neighbourhood | None = None
 
@@ -108,7 +107,6 @@ class GraphPane(Pane):
     # -- pane interface --------------------------------------------------------------
 
     def set_bank(self, bank: Bank | None) -> None:
-        self._generation += 1
         self._last = None
         self.neighbourhood = None
         self.detail.load(None)
@@ -122,7 +120,7 @@ class GraphPane(Pane):
         if self._last is not None:
             self.request(*self._last)
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         # Only a change to something shown (units, links) is worth re-reading.
         nb = self.neighbourhood
         if nb is None or self._last is None:
@@ -176,8 +174,6 @@ class GraphPane(Pane):
             return
         settings = dict(self._settings)
         self._last = (mode, text)
-        self._generation += 1
-        generation = self._generation
         if mode == "query":
 
             def work() -> Neighbourhood:
@@ -198,19 +194,18 @@ class GraphPane(Pane):
         self.status.setText("Reading the neighbourhood…")
         self.state.runner.run_query(
             work,
-            lambda nb: self._arrived(generation, nb),
-            lambda error: self._failed(generation, error),
+            self._arrived,
+            self._failed,
             key=bank,
+            latest=(self, "neighbourhood"),
         )
 
     def show_neighbourhood(self, nb: Neighbourhood) -> None:
         """Show a neighbourhood read elsewhere (the recall debugger hands its own over)."""
-        self._generation += 1
-        self._arrived(self._generation, nb)
+        self.state.runner.supersede(self, "neighbourhood")  # a read still on its way is older
+        self._arrived(nb)
 
-    def _arrived(self, generation: int, nb: Neighbourhood) -> None:
-        if generation != self._generation:
-            return
+    def _arrived(self, nb: Neighbourhood) -> None:
         self.neighbourhood = nb
         if nb.graph.node_count == 0:
             self.status.setText(f"{nb.title} — nothing to show: no unit matched.")
@@ -233,9 +228,8 @@ class GraphPane(Pane):
             text += f" — {len(nb.packed)} packed results ringed"
         self.status.setText(text)
 
-    def _failed(self, generation: int, error: BaseException) -> None:
-        if generation == self._generation:
-            self.status.setText(f"Could not read the neighbourhood: {describe(error)}")
+    def _failed(self, error: BaseException) -> None:
+        self.status.setText(f"Could not read the neighbourhood: {describe(error)}")
 
     def prepare_screenshot(self, idle) -> None:
         """For `engram screenshot`: a demo query's neighbourhood, mid-animation."""

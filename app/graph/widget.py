@@ -40,10 +40,13 @@ from app.graph.layout import force_layout
 from app.graph.model import LINK_KINDS, NETWORKS, GraphData, strongest_per_node
 from app.graph.style import KIND_COLORS, network_color
 from app.graph.view import GraphView
+from core import CONFIG_SPEC
 
 SPEEDS = (("¼×", 0.25), ("½×", 0.5), ("1×", 1.0), ("2×", 2.0), ("4×", 4.0))
 SLIDER_STEPS = 100  # δ in [0, 1] and μ in [0, 2] move in hundredths / fiftieths
-MU_MAX = 2.0
+# The sliders reach what a bank may be set to (the engine's configuration spec).
+DECAY_MAX = float(CONFIG_SPEC["recall.activation_decay"].maximum or 1.0)
+MU_MAX = float(max(CONFIG_SPEC[f"recall.mu_{kind}"].maximum or 2.0 for kind in LINK_KINDS))
 # Resting links lighter than this are not drawn at first: a recall's subgraph on
 # a dense bank holds thousands of weak entity links (the energy's path always shows).
 DEFAULT_MIN_WEIGHT = 0.5
@@ -123,7 +126,6 @@ class GraphWidget(QWidget):
         # Set by an owner that can run recall again: called with recall settings.
         self.recall_rerun: Callable[[dict[str, Any]], None] | None = None
         self._trail: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
-        self._generation = 0
         self._pending_marks: list[str] = []
         self._rerun_timer = QTimer(self)
         self._rerun_timer.setSingleShot(True)
@@ -297,7 +299,7 @@ class GraphWidget(QWidget):
 
         self.kind_boxes: dict[str, QCheckBox] = {}
         self.mu_sliders: dict[str, _ValueSlider] = {}
-        self.decay_slider = _ValueSlider("δ", 1.0)
+        self.decay_slider = _ValueSlider("δ", DECAY_MAX)
         self.decay_slider.setToolTip("Decay δ applied at every activation step")
         self.decay_slider.moved.connect(self._parameter_moved)
         grid.addWidget(self.decay_slider, 1, 0)
@@ -331,8 +333,8 @@ class GraphWidget(QWidget):
         positions: np.ndarray | None = None,
     ) -> None:
         """Lay out and show `graph`; animate `activation` (the trace's record) if given."""
-        self._generation += 1
-        generation = self._generation
+        if self.runner is not None:
+            self.runner.supersede(self, "layout")  # a newer graph replaces one being laid out
         self.player.pause()
         self.graph = graph
         self.activation = dict(activation) if activation else None
@@ -344,7 +346,7 @@ class GraphWidget(QWidget):
         self._pending_marks = list(marked)
         self._sync_controls()
         if positions is not None:
-            self._laid_out(generation, np.asarray(positions))
+            self._laid_out(np.asarray(positions))
             return
         layout_fn = self.layout_fn
         # Laid out by the links that can be drawn (each node's strongest and
@@ -354,10 +356,10 @@ class GraphWidget(QWidget):
         if self.runner is not None and graph.node_count > 1:
             self.info.setText(f"laying out {graph.node_count} nodes…")
             self.runner.run_query(
-                lambda: layout_fn(skeleton), lambda pos: self._laid_out(generation, pos)
+                lambda: layout_fn(skeleton), self._laid_out, latest=(self, "layout")
             )
         else:
-            self._laid_out(generation, layout_fn(skeleton))
+            self._laid_out(layout_fn(skeleton))
 
     def _skeleton(self, graph: GraphData) -> np.ndarray:
         every = np.ones(graph.edge_count, dtype=bool)
@@ -365,9 +367,7 @@ class GraphWidget(QWidget):
         keep[timeline(graph, self.activation).path_edges()] = True
         return keep
 
-    def _laid_out(self, generation: int, positions: np.ndarray) -> None:
-        if generation != self._generation:
-            return  # a newer graph replaced this one while it was being laid out
+    def _laid_out(self, positions: np.ndarray) -> None:
         self.positions = positions
         self.view.set_graph(self.graph, positions)
         self.view.set_marked(self._pending_marks)

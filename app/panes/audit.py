@@ -43,7 +43,6 @@ class AuditPane(Pane):
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
-        self._gen = 0
         self.entries: list[AuditEntry] = []
         self.table = QTableWidget(0, len(HEADERS))
         self.table.setObjectName("audit")
@@ -86,7 +85,7 @@ class AuditPane(Pane):
         else:
             self.refresh()
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         # Every curation action writes an audit entry, whatever it touched.
         if self.bank is not None and not change.empty:
             self.refresh()
@@ -95,15 +94,11 @@ class AuditPane(Pane):
         bank = self.bank
         if bank is None:
             return
-        self._gen += 1
-        gen = self._gen
         self.state.runner.run_query(
-            lambda: bank.audit(limit=LIMIT), lambda entries: self._loaded(gen, entries), key=bank
+            lambda: bank.audit(limit=LIMIT), self._loaded, key=bank, latest=(self, "list")
         )
 
-    def _loaded(self, gen: int, entries: list[AuditEntry]) -> None:
-        if gen != self._gen:
-            return
+    def _loaded(self, entries: list[AuditEntry]) -> None:
         self._show(entries)
         if not entries:
             self._empty(

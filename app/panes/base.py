@@ -42,6 +42,8 @@ class Pane(QWidget):
             self.slug = slug
         self.setObjectName(f"pane-{self.slug}")
         self._no_bank_labels: list[QLabel] = []
+        # First: what is still on its way for the old bank never arrives.
+        state.bank_changed.connect(self._drop_pending)
         state.bank_changed.connect(self.set_bank)
         state.changed.connect(self.apply_change)
         state.opening_changed.connect(self._opening_changed)
@@ -50,8 +52,12 @@ class Pane(QWidget):
     def bank(self) -> Bank | None:
         return self.state.bank
 
+    def _drop_pending(self, _bank: Bank | None) -> None:
+        self.state.runner.supersede(self)
+
     def set_bank(self, bank: Bank | None) -> None:
-        """The bank shown changed (None: no bank open)."""
+        """The bank shown changed (None: no bank open). Results of this pane's
+        `latest=(self, topic)` queries asked for the old bank are dropped."""
 
     def no_bank_text(self) -> str:
         """What the pane says while it has no bank: the one being opened, or how to open one."""
@@ -69,8 +75,11 @@ class Pane(QWidget):
             for label in self._no_bank_labels:
                 label.setText(self.no_bank_text())
 
-    def apply_change(self, change: Change) -> None:
-        """The engine changed something; refresh only what this pane shows."""
+    def apply_change(self, change: Change, initiator: object = None) -> None:
+        """The engine changed something; refresh only what this pane shows.
+        `initiator` is the pane that asked for the change (the runner's
+        `run_op(initiator=...)`): a pane that refreshes itself when its own
+        operation is done can skip the refresh here."""
 
     def refresh(self) -> None:
         """F5: re-read everything this pane shows."""

@@ -58,7 +58,6 @@ class UnitDetail(QWidget):
         self.unit: Unit | None = None
         self.entity_names: dict[str, str] = {}
         self._editing = False
-        self._extra_gen = 0
 
         self.placeholder = muted_label("Select a row to see the unit in full.")
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -209,7 +208,8 @@ class UnitDetail(QWidget):
         self.scroll.setVisible(unit is not None)
         if self.collapsible:  # an empty panel beside a list only takes the list's room
             self.setVisible(unit is not None)
-        self._extra_gen += 1
+        # What is still being read for the unit shown before never arrives.
+        self.state.runner.supersede(self)
         if unit is None:
             return
         network = Network(unit.network)
@@ -260,39 +260,39 @@ class UnitDetail(QWidget):
 
     def _load_extras(self, unit: Unit) -> None:
         bank = self.state.bank
-        gen = self._extra_gen
         if bank is None:
             return
+        run = self.state.runner.run_query
         self.provenance.setHtml("<i>Loading source turns…</i>")
-        self.state.runner.run_query(
+        run(
             lambda: load_provenance(bank, unit),
-            lambda result: self._show_provenance(gen, result),
-            lambda error: self._show_provenance(gen, None, str(error)),
+            self._show_provenance,
+            lambda error: self._show_provenance(None, str(error)),
             key=bank,
+            latest=(self, "provenance"),
         )
         # A table's page may be older than the last recall: read the count afresh.
-        self.state.runner.run_query(
+        run(
             lambda: bank.unit(unit.id),
-            lambda fresh: self._show_recalled(gen, fresh),
+            self._show_recalled,
             lambda _error: None,
             key=bank,
+            latest=(self, "recalled"),
         )
         self.links.setText("<i>Loading links…</i>")
         names = dict(self.entity_names)
-        self.state.runner.run_query(
+        run(
             lambda: load_links(bank, unit.id),
-            lambda result: self._show_links(gen, unit, result, names),
-            lambda error: self._show_links(gen, unit, None, names, str(error)),
+            lambda result: self._show_links(unit, result, names),
+            lambda error: self._show_links(unit, None, names, str(error)),
             key=bank,
+            latest=(self, "links"),
         )
 
-    def _show_recalled(self, gen: int, fresh: Unit) -> None:
-        if gen == self._extra_gen:
-            self.fields["accessed"].setText(recalled_text(fresh))
+    def _show_recalled(self, fresh: Unit) -> None:
+        self.fields["accessed"].setText(recalled_text(fresh))
 
-    def _show_provenance(self, gen: int, result: Provenance | None, error: str = "") -> None:
-        if gen != self._extra_gen:
-            return
+    def _show_provenance(self, result: Provenance | None, error: str = "") -> None:
         if error or result is None:
             self.provenance.setHtml(f"<p style='color:#c0392b'>{html.escape(error)}</p>")
             return
@@ -301,11 +301,7 @@ class UnitDetail(QWidget):
         if result.sources:
             self.fields["sources"].setText(source_turns_text(result.sources))
 
-    def _show_links(
-        self, gen: int, unit: Unit, result: Any, names: dict[str, str], error: str = ""
-    ) -> None:
-        if gen != self._extra_gen:
-            return
+    def _show_links(self, unit: Unit, result: Any, names: dict[str, str], error: str = "") -> None:
         if error or result is None:
             self.links.setText(html.escape(error))
             return

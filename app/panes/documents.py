@@ -91,7 +91,6 @@ class DocumentsPane(Pane):
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
-        self._gen = 0
         self.documents: list[Any] = []
         self.table = read_only_table(HEADERS, stretch=0)
         self.table.setObjectName("documents")
@@ -153,7 +152,7 @@ class DocumentsPane(Pane):
         else:
             self.refresh()
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         if self.bank is not None and (change.touches(Kind.DOCUMENT) or change.touches(Kind.UNIT)):
             self.refresh()
 
@@ -161,15 +160,11 @@ class DocumentsPane(Pane):
         bank = self.bank
         if bank is None:
             return
-        self._gen += 1
-        gen = self._gen
-        self.state.runner.run_query(bank.documents, lambda docs: self._loaded(gen, docs), key=bank)
+        self.state.runner.run_query(bank.documents, self._loaded, key=bank, latest=(self, "list"))
 
     # -- list ----------------------------------------------------------------
 
-    def _loaded(self, gen: int, documents: list[Any]) -> None:
-        if gen != self._gen:
-            return
+    def _loaded(self, documents: list[Any]) -> None:
         current = self.current_document()
         self._show(documents)
         if not documents:
@@ -232,16 +227,16 @@ class DocumentsPane(Pane):
             self._show_document(None, None)
             return
         self._show_document(document, None)
-        gen = self._gen
         self.state.runner.run_query(
             lambda: bank.turns(document.id),
-            lambda turns: self._turns_loaded(gen, document, turns),
+            lambda turns: self._turns_loaded(document, turns),
             key=bank,
+            latest=(self, "detail"),
         )
 
-    def _turns_loaded(self, gen: int, document: Any, turns: list[Any]) -> None:
+    def _turns_loaded(self, document: Any, turns: list[Any]) -> None:
         current = self.current_document()
-        if gen == self._gen and current is not None and current.id == document.id:
+        if current is not None and current.id == document.id:
             self._show_document(document, turns)
 
     def _show_document(self, document: Any | None, turns: list[Any] | None) -> None:

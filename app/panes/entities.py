@@ -181,7 +181,6 @@ class EntitiesPane(Pane):
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
-        self._gen = 0
         # The entity an action was about: the list selects it again when it reloads.
         self._keep_id: str | None = None
         self.units: list[Unit] = []
@@ -288,7 +287,7 @@ class EntitiesPane(Pane):
         else:
             self.refresh()
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         if self.bank is not None and (change.touches(Kind.ENTITY) or change.touches(Kind.UNIT)):
             self.refresh()
 
@@ -296,13 +295,12 @@ class EntitiesPane(Pane):
         bank = self.bank
         if bank is None:
             return
-        self._gen += 1
-        gen = self._gen
         retracted = self.show_retracted.isChecked()
         self.state.runner.run_query(
             lambda: list(bank.entities(include_retracted=retracted)),
-            lambda entities: self._loaded(gen, entities),
+            self._loaded,
             key=bank,
+            latest=(self, "list"),
         )
 
     def focus_search(self) -> bool:
@@ -312,9 +310,7 @@ class EntitiesPane(Pane):
 
     # -- list ----------------------------------------------------------------
 
-    def _loaded(self, gen: int, entities: list[Entity]) -> None:
-        if gen != self._gen:
-            return
+    def _loaded(self, entities: list[Entity]) -> None:
         current = self.current_entity()
         keep = self._keep_id or (current.id if current is not None else None)
         self.model.set_entities(entities)
@@ -367,7 +363,6 @@ class EntitiesPane(Pane):
             self._show_entity(None, [])
             return
         self._show_entity(entity, None)
-        gen = self._gen
         # A retracted entity's page shows what it had (hidden now), not nothing.
         status = None if str(entity.status) == str(UnitStatus.RETRACTED) else UnitStatus.ACTIVE
         self.state.runner.run_query(
@@ -378,13 +373,14 @@ class EntitiesPane(Pane):
                 order="occurred_start",
                 limit=FACTS_SHOWN,
             ),
-            lambda units: self._facts_loaded(gen, entity, units),
+            lambda units: self._facts_loaded(entity, units),
             key=bank,
+            latest=(self, "detail"),
         )
 
-    def _facts_loaded(self, gen: int, entity: Entity, units: list[Unit]) -> None:
+    def _facts_loaded(self, entity: Entity, units: list[Unit]) -> None:
         current = self.current_entity()
-        if gen == self._gen and current is not None and current.id == entity.id:
+        if current is not None and current.id == entity.id:
             self._show_entity(entity, units)
 
     def _show_entity(self, entity: Entity | None, units: list[Unit] | None) -> None:

@@ -220,7 +220,7 @@ class NetworkPane(Pane):
                 key=bank,
             )
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         if self.bank is None:
             return
         if change.touches(Kind.UNIT):

@@ -44,26 +44,23 @@ from PySide6.QtWidgets import (
 )
 
 from app.graph import neighbourhood
-from app.graph.model import NETWORKS, typed_trace
+from app.graph.model import typed_trace
 from app.graph.neighbourhood import Neighbourhood
 from app.graph.style import network_color
 from app.graph.widget import GraphWidget
 from app.panes.base import Pane, empty_label, muted_label
 from app.runner import describe
 from app.state import StudioState
-from core import Network
+from core import CHANNEL_TITLES, CHANNELS, LEVELS, NETWORKS, Network
 
 if TYPE_CHECKING:
     from core import Bank, RecallResult, RecallTrace
 
-CHANNELS = ("semantic", "lexical", "graph", "temporal")
-CHANNEL_TITLES = {
-    "semantic": "Semantic (vectors)",
-    "lexical": "Lexical (BM25)",
-    "graph": "Graph (activation)",
-    "temporal": "Temporal",
-}
-LEVELS = (("low", "low · 20 per channel"), ("mid", "mid · 50"), ("high", "high · 150"))
+# The level menu: each level with the candidates a channel returns at it.
+LEVEL_CHOICES = tuple(
+    (level, f"{level} · {count}" + (" per channel" if i == 0 else ""))
+    for i, (level, count) in enumerate(LEVELS.items())
+)
 RERANKERS = (("", "bank default"), ("heuristic", "heuristic"), ("none", "none (fused order)"))
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 # The fused table: key, header, what the column means (the header's tooltip).
@@ -411,7 +408,6 @@ class RecallDebuggerPane(Pane):
         self.texts: dict[str, str] = {}
         self.networks: dict[str, int] = {}
         self.selected: str | None = None
-        self._generation = 0
 
         # -- the form --
         self.query = QLineEdit()
@@ -427,7 +423,7 @@ class RecallDebuggerPane(Pane):
         self.budget.setSuffix(" tokens")
         self.budget.setToolTip("Token budget the packed facts must fit in")
         self.level = QComboBox()
-        for key, label in LEVELS:
+        for key, label in LEVEL_CHOICES:
             self.level.addItem(label, key)
         self.level.setCurrentIndex(1)
         self.level.setToolTip("Candidates each channel returns")
@@ -615,7 +611,6 @@ class RecallDebuggerPane(Pane):
     # -- pane interface ----------------------------------------------------------------------
 
     def set_bank(self, bank: Bank | None) -> None:
-        self._generation += 1
         self.result = None
         self.trace = None
         self.status.setText("")
@@ -660,8 +655,6 @@ class RecallDebuggerPane(Pane):
         if bank is None or not query:
             return
         opts = self.options()
-        self._generation += 1
-        generation = self._generation
 
         def work() -> tuple[RecallResult, Neighbourhood]:
             # An inspection run: it must not count as the unit being recalled.
@@ -672,20 +665,17 @@ class RecallDebuggerPane(Pane):
         self.run_button.setEnabled(False)
         self.state.runner.run_query(
             work,
-            lambda out: self._arrived(generation, *out),
-            lambda error: self._failed(generation, error),
+            lambda out: self._arrived(*out),
+            self._failed,
             key=bank,
+            latest=(self, "recall"),  # a newer question (or slider move) wins
         )
 
-    def _failed(self, generation: int, error: BaseException) -> None:
-        if generation != self._generation:
-            return
+    def _failed(self, error: BaseException) -> None:
         self.run_button.setEnabled(True)
         self.status.setText(f"Recall failed: {describe(error)}")
 
-    def _arrived(self, generation: int, result: RecallResult, nb: Neighbourhood) -> None:
-        if generation != self._generation:
-            return
+    def _arrived(self, result: RecallResult, nb: Neighbourhood) -> None:
         self.run_button.setEnabled(True)
         self.show_result(result, nb)
         self.recalled.emit(result)

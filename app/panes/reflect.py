@@ -388,7 +388,6 @@ class ReflectPane(Pane):
         self.comparison: Comparison | None = None
         self.columns: list[ReflectionColumn] = []
         self.past: list[Reflection] = []
-        self._generation = 0
 
         # -- left: Θ and the prompt it makes --
         self.theta = ThetaEditor()
@@ -520,7 +519,7 @@ class ReflectPane(Pane):
     # -- pane interface ----------------------------------------------------------------------
 
     def set_bank(self, bank: Bank | None) -> None:
-        self._generation += 1
+        self.state.runner.supersede(self)  # nothing still on its way for the old bank
         self.profile = None
         self.comparison = None
         self._clear_columns()
@@ -531,10 +530,11 @@ class ReflectPane(Pane):
         self._load_profile(bank)
         self._load_history()
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         if change.touches(Kind.PROFILE) and self.bank is not None:
             self._load_profile(self.bank, keep_sliders=True)
-        if change.touches(Kind.REFLECTION):
+        # A commit made here reloads the history when it is done (`_committed`).
+        if change.touches(Kind.REFLECTION) and initiator is not self:
             self._load_history()
 
     def refresh(self) -> None:
@@ -553,11 +553,7 @@ class ReflectPane(Pane):
     # -- profile and prompt -------------------------------------------------------------------
 
     def _load_profile(self, bank: Bank, keep_sliders: bool = False) -> None:
-        generation = self._generation
-
         def loaded(profile: BankProfile) -> None:
-            if generation != self._generation:
-                return
             first = self.profile is None
             self.profile = profile
             if not keep_sliders or first:
@@ -566,7 +562,7 @@ class ReflectPane(Pane):
             if self.profiles.count() == 0:
                 self.set_profiles([profile.disposition, *(d for _name, d in PRESETS)])
 
-        self.state.runner.run_query(bank.profile, loaded, key=bank)
+        self.state.runner.run_query(bank.profile, loaded, key=bank, latest=(self, "profile"))
 
     def _theta_changed(self, _d: Disposition) -> None:
         self._update_preview()
@@ -656,25 +652,21 @@ class ReflectPane(Pane):
         if bank is None or not query or not MIN_PROFILES <= len(dispositions) <= MAX_PROFILES:
             return
         budget = self.budget.value()
-        self._generation += 1
-        generation = self._generation
         self.compare_button.setEnabled(False)
         self.compare_status.setText(f"Answering under {len(dispositions)} profiles…")
         self.state.runner.run_query(
             lambda: bank.compare(query, dispositions, budget_tokens=budget),
-            lambda comparison: self._compared(generation, comparison),
-            lambda error: self._compare_failed(generation, error),
+            self._compared,
+            self._compare_failed,
             key=bank,
+            latest=(self, "compare"),
         )
 
-    def _compare_failed(self, generation: int, error: BaseException) -> None:
-        if generation == self._generation:
-            self._profiles_changed()
-            self.compare_status.setText(f"Compare failed: {describe(error)}")
+    def _compare_failed(self, error: BaseException) -> None:
+        self._profiles_changed()
+        self.compare_status.setText(f"Compare failed: {describe(error)}")
 
-    def _compared(self, generation: int, comparison: Comparison) -> None:
-        if generation != self._generation:
-            return
+    def _compared(self, comparison: Comparison) -> None:
         self._profiles_changed()
         self.show_comparison(comparison)
         self.compared.emit(comparison)
@@ -720,6 +712,7 @@ class ReflectPane(Pane):
             lambda error: self._commit_failed(error),
             key=bank,
             label="Commit reflection",
+            initiator=self,
         )
 
     def _committed(self, reflection: Reflection) -> None:
@@ -750,16 +743,14 @@ class ReflectPane(Pane):
         bank = self.bank
         if bank is None:
             return
-        generation = self._generation
         self.state.runner.run_query(
             lambda: bank.reflections(limit=200),
-            lambda rows: self._show_history(generation, rows),
+            self._show_history,
             key=bank,
+            latest=(self, "history"),
         )
 
-    def _show_history(self, generation: int, rows: list[Reflection]) -> None:
-        if generation != self._generation:
-            return
+    def _show_history(self, rows: list[Reflection]) -> None:
         self.past = list(rows)
         self.history.setRowCount(len(rows))
         for r, reflection in enumerate(rows):

@@ -3,7 +3,7 @@ bank's profile and retain/recall parameters, each shown beside its default."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import html
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QUrl
@@ -29,9 +29,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.panes.base import Pane, muted_label
+from app.panes.settings_params import SettingDelegate, shown
 from app.state import StudioState
 from core import (
     CONFIG_DEFAULTS,
+    CONFIG_SPEC,
+    ENGINE_SPEC,
     Kind,
     LanguageModel,
     LlmSettings,
@@ -43,31 +46,6 @@ if TYPE_CHECKING:
         BankProfile,
         Change,
     )
-
-PARAM_HELP = {
-    "retain.opinion_alpha": "How far one piece of evidence moves an opinion's confidence (α).",
-    "retain.entity_name_weight": "Weight of name similarity when resolving entities.",
-    "retain.entity_cooccurrence_weight": "Weight of shared neighbours when resolving entities.",
-    "retain.entity_time_weight": "Weight of time proximity when resolving entities.",
-    "retain.entity_merge_threshold": "Score above which two names are one entity.",
-    "retain.entity_links_per_entity": "Entity links laid per entity (most recent first).",
-    "retain.temporal_window_hours": "Facts closer than this in time get a temporal link.",
-    "retain.temporal_decay_hours": "How fast a temporal link's weight decays with the gap.",
-    "retain.semantic_top_k": "Semantic links laid per new fact.",
-    "retain.semantic_threshold": "Cosine similarity a semantic link needs.",
-    "retain.duplicate_similarity": "Cosine above which a new fact merges into an old one.",
-    "retain.duplicate_window_hours": "Time window for merging near-identical facts.",
-    "recall.rrf_k": "Reciprocal Rank Fusion constant k.",
-    "recall.activation_decay": "Spreading activation decay δ per step.",
-    "recall.activation_threshold": "Activation below which spreading stops.",
-    "recall.activation_steps": "Maximum spreading activation steps.",
-    "recall.activation_step_budget": "New nodes one spreading step may light (0: no limit).",
-    "recall.seed_similarity_floor": "Similarity a semantic hit needs to seed activation.",
-    "recall.mu_causal": "μ for causal links.",
-    "recall.mu_entity": "μ for entity links.",
-    "recall.mu_temporal": "μ for temporal links.",
-    "recall.mu_semantic": "μ for semantic links.",
-}
 
 
 class SettingsPane(Pane):
@@ -108,13 +86,13 @@ class SettingsPane(Pane):
         self.list_models.clicked.connect(self._list_models)
         self.llm_timeout = QDoubleSpinBox()
         self.llm_timeout.setObjectName("llm-timeout")
-        self.llm_timeout.setRange(1, 3600)
+        timeout = ENGINE_SPEC["ollama_timeout"]
+        self.llm_timeout.setRange(1, timeout.maximum or 3600)
         self.llm_timeout.setDecimals(0)
         self.llm_timeout.setSuffix(" s")
         self.llm_timeout.setToolTip(
-            "How long the model may stay silent before a call fails. Replies stream, "
-            "so a slow model that keeps writing is never cut; raise this for a large "
-            "model that reads a long prompt slowly. ENGRAM_OLLAMA_TIMEOUT overrides it."
+            f"{timeout.help} Raise this for a large model that reads a long prompt "
+            "slowly. ENGRAM_OLLAMA_TIMEOUT overrides it."
         )
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self._test)
@@ -188,11 +166,13 @@ class SettingsPane(Pane):
         header = self.params.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        # Wide enough for a spin box editor with its arrows, not only the value.
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Fixed)
+        header.resizeSection(2, 120)
         for row_, (key, default) in enumerate(self.defaults.items()):
             name = QTableWidgetItem(key)
             name.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
-            name.setToolTip(PARAM_HELP.get(key, ""))
+            name.setToolTip(CONFIG_SPEC[key].describe())
             dflt = QTableWidgetItem()
             dflt.setData(Qt.ItemDataRole.DisplayRole, default)
             dflt.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
@@ -201,9 +181,19 @@ class SettingsPane(Pane):
             self.params.setItem(row_, 0, name)
             self.params.setItem(row_, 1, dflt)
             self.params.setItem(row_, 2, value)
+        self.delegate = SettingDelegate(self.params)
+        self.delegate.refused.connect(self._refused)
+        self.params.setItemDelegate(self.delegate)
         rows_height = self.params.verticalHeader().length() + header.height() + 4
-        self.params.setMinimumHeight(min(rows_height, 560))
+        self.params.setMinimumHeight(min(rows_height, 520))
         self.params.itemChanged.connect(self._param_edited)
+        self.params.currentCellChanged.connect(lambda row, *_: self._show_help(row))
+        # The chosen key's help, type, range and default (the spec's words).
+        self.param_help = QLabel()
+        self.param_help.setObjectName("parameter-help")
+        self.param_help.setWordWrap(True)
+        self.param_help.setMinimumHeight(48)
+        self.param_help.setTextFormat(Qt.TextFormat.RichText)
         self.params_reset = QPushButton("Reset to defaults")
         self.params_reset.clicked.connect(self._reset_params)
         self.params_save = QPushButton("Save parameters")
@@ -215,6 +205,7 @@ class SettingsPane(Pane):
             muted_label("Double-click a value to change it for this bank; changed values are bold.")
         )
         pv.addWidget(self.params)
+        pv.addWidget(self.param_help)
         prow = QHBoxLayout()
         prow.addStretch(1)
         prow.addWidget(self.params_reset)
@@ -263,7 +254,7 @@ class SettingsPane(Pane):
         if bank is not None:
             self._load_profile(bank)
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         bank = self.bank
         if bank is not None and change.touches(Kind.PROFILE):
             self._load_profile(bank)
@@ -311,6 +302,23 @@ class SettingsPane(Pane):
         font.setBold(changed)
         item.setFont(font)
         item.setToolTip(f"default: {self.defaults[key]}" if changed else "the default")
+
+    def _show_help(self, row: int) -> None:
+        if not 0 <= row < self.params.rowCount():
+            self.param_help.clear()
+            return
+        setting = CONFIG_SPEC[self.params.item(row, 0).text()]
+        limits = f" · {setting.range_text}" if setting.range_text else ""
+        self.param_help.setProperty("role", "")
+        self.param_help.setText(
+            f"<b>{setting.key}</b> — {html.escape(setting.help)}<br>"
+            f"<span style='color:gray'>{setting.type_name}{limits} · "
+            f"default {html.escape(shown(setting.default) or 'empty')}</span>"
+        )
+
+    def _refused(self, message: str) -> None:
+        self.param_help.setText(f"<span style='color:#dc2626'>✗ {html.escape(message)}</span>")
+        self.state.status.emit(message)
 
     def _reset_params(self) -> None:
         self.params.blockSignals(True)
@@ -386,8 +394,8 @@ class SettingsPane(Pane):
 
         def save() -> str:
             engine.set_settings(
-                replace(
-                    engine.settings, ollama_host=host, ollama_model=model, ollama_timeout=timeout
+                engine.settings.with_values(
+                    ollama_host=host, ollama_model=model, ollama_timeout=timeout
                 )
             )
             return engine.mode()

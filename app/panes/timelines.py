@@ -303,7 +303,6 @@ class TimelinesPane(Pane):
         self.opinions: list[Unit] = []
         self.moved: dict[str, float] = {}  # opinion id -> total movement (movers only)
         self.trajectories: dict[str, object] = {}
-        self._generation = 0
         self._quiet = False
         self.side_points: list[Point] = []
 
@@ -428,7 +427,6 @@ class TimelinesPane(Pane):
     # -- pane interface ------------------------------------------------------------------------
 
     def set_bank(self, bank: Bank | None) -> None:
-        self._generation += 1
         self.opinions = []
         self.trajectories = {}
         self.list.clear()
@@ -440,7 +438,7 @@ class TimelinesPane(Pane):
         self.stack.setCurrentWidget(self.body)
         self.reload()
 
-    def apply_change(self, change: Change) -> None:
+    def apply_change(self, change: Change, initiator: object = None) -> None:
         if change.touches(Kind.OPINION) or change.ids(Kind.UNIT) & {o.id for o in self.opinions}:
             self.trajectories = {}
             self.reload()
@@ -470,8 +468,9 @@ class TimelinesPane(Pane):
         entity = self.entity.text().strip() or None
         start, end = self.time_range()
         checked = set(self.checked_ids())
-        self._generation += 1
-        generation = self._generation
+        # Histories asked for before this reload would fill the cache it cleared.
+        for topic in ("histories", "side"):
+            self.state.runner.supersede(self, topic)
 
         def work() -> tuple[list[Unit], dict[str, float]]:
             units = bank.opinions(entity, limit=2000)
@@ -486,20 +485,16 @@ class TimelinesPane(Pane):
         self.list_status.setText("Reading opinions…")
         self.state.runner.run_query(
             work,
-            lambda found: self._listed(generation, *found, checked),
-            lambda error: self._failed(generation, error),
+            lambda found: self._listed(*found, checked),
+            self._failed,
             key=bank,
+            latest=(self, "list"),
         )
 
-    def _failed(self, generation: int, error: BaseException) -> None:
-        if generation == self._generation:
-            self.list_status.setText(f"Could not read opinions: {describe(error)}")
+    def _failed(self, error: BaseException) -> None:
+        self.list_status.setText(f"Could not read opinions: {describe(error)}")
 
-    def _listed(
-        self, generation: int, units: list[Unit], moved: dict[str, float], checked: set[str]
-    ) -> None:
-        if generation != self._generation:
-            return
+    def _listed(self, units: list[Unit], moved: dict[str, float], checked: set[str]) -> None:
         self.opinions = units
         self.moved = moved
         filtered = bool(self.entity.text().strip() or self.use_range.isChecked())
@@ -583,21 +578,16 @@ class TimelinesPane(Pane):
         if not missing:
             self._draw(ids)
             return
-        generation = self._generation
 
         def work() -> dict[str, object]:
             return {i: bank.opinion_history(i) for i in missing}
 
+        # The newest ask holds every history still missing: older ones can go.
         self.state.runner.run_query(
-            work,
-            lambda found: self._histories(generation, found),
-            lambda e: self._failed(generation, e),
-            key=bank,
+            work, self._histories, self._failed, key=bank, latest=(self, "histories")
         )
 
-    def _histories(self, generation: int, found: dict[str, object]) -> None:
-        if generation != self._generation:
-            return
+    def _histories(self, found: dict[str, object]) -> None:
         self.trajectories.update(found)
         self._plot_checked()
         current = self.list.currentItem()
@@ -681,17 +671,15 @@ class TimelinesPane(Pane):
         # bank's opinions: ask only for an opinion listed from the bank shown now.
         if bank is None or opinion_id not in {o.id for o in self.opinions}:
             return
-        generation = self._generation
         self.state.runner.run_query(
             lambda: {opinion_id: bank.opinion_history(opinion_id)},
-            lambda found: self._side_loaded(generation, opinion_id, found),
-            lambda error: self._failed(generation, error),
+            lambda found: self._side_loaded(opinion_id, found),
+            self._failed,
             key=bank,
+            latest=(self, "side"),
         )
 
-    def _side_loaded(self, generation: int, opinion_id: str, found: dict[str, object]) -> None:
-        if generation != self._generation:
-            return
+    def _side_loaded(self, opinion_id: str, found: dict[str, object]) -> None:
         self.trajectories.update(found)
         current = self.list.currentItem()
         if current is not None and current.data(Qt.ItemDataRole.UserRole) == opinion_id:

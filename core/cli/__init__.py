@@ -22,6 +22,7 @@ from core.text import has_surrogate, printable
 # Command-group modules under core.cli, in the order `engram --help` lists them.
 COMMAND_MODULES = [
     "banks",
+    "config",
     "entities",
     "ingest",
     "recall",
@@ -94,10 +95,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             print(f"engram: {error}", file=sys.stderr)
             return 1
         if getattr(args, "ollama_timeout", None) is not None:
-            from dataclasses import replace
-
             # For this run only: the flag does not change the saved settings.
-            engine.settings = replace(engine.settings, ollama_timeout=args.ollama_timeout)
+            engine.settings = engine.settings.with_values(ollama_timeout=args.ollama_timeout)
     code = 1
     try:
         code = int(args.handler(args, engine) or 0)

@@ -8,9 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core import RECALL_CHANNELS as CHANNELS
-from core import RECALL_LEVELS as LEVELS
-from core import Engine, InvalidInputError, Network
+from core import CHANNELS, LEVELS, Engine, InvalidInputError, Network
 from core.cli.output import count_arg, iso_time, short_time
 
 if TYPE_CHECKING:

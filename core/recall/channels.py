@@ -24,9 +24,10 @@ from core.recall.trace import ChannelResult
 from core.store.bank_store import BankStore
 from core.store.filters import sql_string, sql_string_list
 from core.store.vectors import occurred_where
-from core.types import Network, UnitStatus
+from core.types import UnitStatus
+from core.vocabulary import NETWORKS
 
-ALL_NETWORKS = tuple(n.value for n in Network)
+ALL_NETWORKS = NETWORKS
 _WORD = re.compile(r"[^\W_]", re.UNICODE)
 
 

@@ -32,9 +32,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.recall.activation import Edge
+from core.vocabulary import LINK_KINDS
 
 # Alphabetical, so a code order is the string order spread() breaks ties with.
-KINDS = ("causal", "entity", "semantic", "temporal")
+KINDS = tuple(sorted(LINK_KINDS))
 BATCH_ROWS = 1_000_000
 # Deltas are merged into the base arrays once they grow past this share of it.
 MERGE_SHARE = 0.1

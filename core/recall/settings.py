@@ -1,8 +1,8 @@
 """Recall's tunables: the bank's `recall.*` config laid over recall's own defaults.
 
-Every key and its default lives in `core/config.py` (a person can set each per
-bank); callers (benchmarks, the studio's sliders) can override any key for one
-recall.
+Every key, its type, range and default lives in the spec, `core/config.py` (a
+person can set each per bank); callers (benchmarks, the studio's sliders) can
+override any key for one recall, checked by the same spec.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.config import DEFAULTS as BANK_DEFAULTS
+from core.config import SettingError, setting_value
+from core.vocabulary import CHANNELS, LEVELS, LINK_KINDS
 
-# Candidates each channel returns, by budget level.
-LEVELS: dict[str, int] = {"low": 20, "mid": 50, "high": 150}
-
-CHANNELS = ("semantic", "lexical", "graph", "temporal")
+__all__ = ["CHANNELS", "LEVELS", "activation_params", "mu", "resolve"]
 
 RECALL_DEFAULTS: dict[str, Any] = {
     k: v for k, v in BANK_DEFAULTS.items() if k.startswith("recall.")
@@ -29,15 +28,15 @@ def resolve(bank_config: Mapping[str, Any], overrides: Mapping[str, Any] | None)
             settings[key] = value
     for key, value in (overrides or {}).items():
         if key not in RECALL_DEFAULTS:
-            raise KeyError(f"unknown recall setting {key!r}")
-        settings[key] = type(RECALL_DEFAULTS[key])(value)
+            raise SettingError(f"unknown recall setting {key!r}")
+        settings[key] = setting_value(key, value)  # the spec's check: "false" is False
     return settings
 
 
 def mu(settings: Mapping[str, Any]) -> dict[str, float]:
     return {
         kind: float(settings[f"recall.mu_{kind}"])
-        for kind in ("causal", "entity", "temporal", "semantic")
+        for kind in LINK_KINDS
     }
 
 

@@ -15,9 +15,7 @@ import duckdb
 
 from core.retain.extract import EntityMention, Exchange, ExtractedFact
 from core.retain.report import ChunkFailure
-from core.types import Document, ExtractionMode, Network, Turn
-
-MAX_UNIT_CHARS = 20_000
+from core.types import MAX_UNIT_CHARS, Document, ExtractionMode, Network, Turn
 
 
 @dataclass

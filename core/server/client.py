@@ -47,12 +47,12 @@ TAG = "$t"
 # the bank's lock and their Change is broadcast to the owner's views.
 READ_METHODS = frozenset(
     """units count recall pending_jobs profile retract_preview audit reflections opinions
-    opinion_history opinions_changed compare verify resolve_entity""".split()
+    opinion_history opinions_changed compare verify resolve_entity profile_warnings""".split()
 )
 WRITE_METHODS = frozenset(
     """ingest process_jobs edit_unit delete_units rename_entity merge_entities split_entity
     retract_entity restore_entity purge_entity undo redo reflect commit_reflection
-    repair""".split()
+    repair set_profile""".split()
 )
 
 

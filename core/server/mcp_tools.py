@@ -20,8 +20,9 @@ from core.server.retain import check_request, retain
 from core.server.served import ServedBanks
 from core.server.version import ENGRAM_VERSION
 from core.types import EngramError
+from core.vocabulary import LEVELS, NETWORKS
 
-Network = Literal["world", "experience", "opinion", "observation"]
+Network = Literal[NETWORKS]
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
@@ -83,7 +84,7 @@ def build_mcp(served: ServedBanks, default_bank: str | None = None) -> MCPServer
         bank: str | None = None,
         max_tokens: int = 1024,
         types: list[Network] | None = None,
-        budget: Literal["low", "mid", "high"] = "mid",
+        budget: Literal[tuple(LEVELS)] = "mid",
     ) -> dict[str, Any]:
         """The remembered facts most relevant to `query`, within `max_tokens`."""
         held = engine_call(served.get, bank_name(bank))

@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Budget = Literal["low", "mid", "high"]
+from core.vocabulary import LEVELS
+
+Budget = Literal[tuple(LEVELS)]
 
 
 class Request(BaseModel):

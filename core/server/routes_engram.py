@@ -22,6 +22,7 @@ from core.jsonable import to_jsonable
 from core.server.models import Request as Body
 from core.server.routes_hindsight import Served
 from core.types import Change, Disposition, EngramError
+from core.vocabulary import CHANNELS, LEVELS, NETWORKS
 
 router = APIRouter(prefix="/engram/v1", tags=["Engram"])
 BANK = "/banks/{bank_id}"
@@ -65,11 +66,39 @@ def bank_info(bank_id: str, served: Served) -> dict[str, Any]:
         "background": profile.background,
         "agent_name": profile.agent_name,
         "disposition": profile.disposition.to_dict(),
-        "units": {str(n): bank.count(n) for n in ("world", "experience", "opinion", "observation")},
+        "units": {str(n): bank.count(n) for n in NETWORKS},
         "entities": len(bank.entities()),
         "documents": len(bank.documents()),
         "pending_jobs": bank.pending_jobs(),
     }
+
+
+@router.get("/config/spec")
+def config_spec() -> dict[str, Any]:
+    """Every bank setting: type, range, default and help (core/config.py)."""
+    from core.config import spec_table
+
+    return {"settings": spec_table()}
+
+
+class ConfigChange(Body):
+    settings: dict[str, Any]
+
+
+@router.get(BANK + "/config")
+def bank_config(bank_id: str, served: Served) -> dict[str, Any]:
+    bank = served.get(bank_id)
+    return {"config": bank.profile().config, "warnings": bank.profile_warnings()}
+
+
+@router.patch(BANK + "/config")
+def change_config(bank_id: str, body: ConfigChange, served: Served) -> dict[str, Any]:
+    """Change settings (null: back to the default); all are checked before any is
+    saved, and a bad one is a 422 naming its key."""
+    from core.config import checked_changes
+
+    settings = checked_changes(body.settings)  # before the lock: a bad key costs nothing
+    return write(served, bank_id, lambda bank: bank.set_profile(config=settings))
 
 
 @router.get(BANK + "/verify")
@@ -84,12 +113,12 @@ def verify(bank_id: str, served: Served) -> dict[str, Any]:
 class RecallBody(Body):
     query: str = Field(min_length=1)
     budget_tokens: int = Field(1024, ge=1)
-    networks: list[Literal["world", "experience", "opinion", "observation"]] | None = None
-    level: Literal["low", "mid", "high"] = "mid"
+    networks: list[Literal[NETWORKS]] | None = None
+    level: Literal[tuple(LEVELS)] = "mid"
     now: datetime | None = None
     start: datetime | None = None
     end: datetime | None = None
-    channels: list[Literal["semantic", "lexical", "graph", "temporal"]] | None = None
+    channels: list[Literal[CHANNELS]] | None = None
     reranker: Literal["heuristic", "none"] | None = None
     observation_budget: int = Field(0, ge=0)
 
@@ -206,7 +235,7 @@ def unit(bank_id: str, unit_id: str, served: Served) -> dict[str, Any]:
 
 class EditBody(Body):
     text: str | None = None
-    network: Literal["world", "experience", "opinion", "observation"] | None = None
+    network: Literal[NETWORKS] | None = None
     occurred_start: datetime | None = None
     occurred_end: datetime | None = None
     confidence: float | None = Field(None, ge=0, le=1)

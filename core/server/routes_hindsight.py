@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from core.bank import Bank
+from core.config import checked_changes
 from core.server import models as m
 from core.server.errors import not_found, not_supported, refuse
 from core.server.operations import Operation, Operations
@@ -21,6 +22,7 @@ from core.server.retain import check_request, retain
 from core.server.served import ServedBanks
 from core.server.version import ENGRAM_VERSION, HINDSIGHT_API_VERSION
 from core.types import BankNotFoundError, Disposition, EngramError, Network, UnitStatus
+from core.vocabulary import NETWORKS
 
 router = APIRouter()
 unsupported = APIRouter()
@@ -249,7 +251,9 @@ def update_config(bank_id: str, body: m.BankConfigUpdate, served: Served) -> m.B
         try:
             new = Disposition.from_dict(disposition) if touched else None
             change = bank.set_profile(
-                background=background, disposition=new, config=updates or None
+                background=background,
+                disposition=new,
+                config=checked_changes(updates) or None,  # stored typed: "false" is False
             )
         except (KeyError, ValueError, TypeError) as error:
             raise HTTPException(
@@ -533,7 +537,7 @@ def reflect(bank_id: str, body: m.ReflectRequest, served: Served) -> m.ReflectRe
 def list_memories(
     bank_id: str,
     served: Served,
-    type: Literal["world", "experience", "opinion", "observation"] | None = None,
+    type: Literal[NETWORKS] | None = None,
     q: str | None = None,
     entity_id: str | None = None,
     time_field: Literal["occurred_start"] | None = None,

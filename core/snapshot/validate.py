@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import duckdb
 
+from core import vocabulary
 from core.snapshot.archive import SnapshotError
-from core.types import LinkKind, Network, UnitStatus
+from core.types import UnitStatus
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,9 @@ def _bad_vector(column: str) -> str:
     )
 
 
-NETWORKS = [n.value for n in Network]
+NETWORKS = list(vocabulary.NETWORKS)
 STATUSES = [s.value for s in UnitStatus]
-LINK_KINDS = [k.value for k in LinkKind]
+LINK_KINDS = list(vocabulary.LINK_KINDS)
 
 RULES: tuple[Rule, ...] = (
     Rule("units", "network", f"must be one of {', '.join(NETWORKS)}", _among("network", NETWORKS)),

@@ -50,7 +50,7 @@ def test_op_broadcasts_its_change_before_on_done(qtbot, runner):
 
 def test_an_empty_change_is_not_broadcast(qtbot, runner):
     seen = []
-    runner.changed.connect(seen.append)
+    runner.changed.connect(lambda change, _initiator: seen.append(change))
     with qtbot.waitSignal(runner.idle):
         runner.run_op(lambda: Change())
     assert seen == []
@@ -61,7 +61,7 @@ def test_a_result_carrying_a_change_is_broadcast(qtbot, runner):
         change = Change.of(added={Kind.UNIT: ["a", "b"]})
 
     seen = []
-    runner.changed.connect(seen.append)
+    runner.changed.connect(lambda change, _initiator: seen.append(change))
     with qtbot.waitSignal(runner.idle):
         runner.run_op(Report)
     assert seen and seen[0].ids(Kind.UNIT) == {"a", "b"}

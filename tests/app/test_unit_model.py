@@ -146,7 +146,7 @@ def test_a_page_that_arrives_before_the_count_names_no_row_yet(qtbot, runner, sm
     model = UnitTableModel(runner, Network.WORLD)
     model.set_bank(small_bank)
     # The page's read comes back first (the count's is still running).
-    model._page_loaded(model._gen, 0, small_bank.units(Network.WORLD, limit=PAGE_SIZE))
+    model._page_loaded(0, small_bank.units(Network.WORLD, limit=PAGE_SIZE))
     assert model.rowCount() == 0 and model.unit_at(0) is None
     qtbot.waitUntil(lambda: model.rowCount() == 60)
     assert model.unit_at(0) is not None and model.unit_at(60) is None

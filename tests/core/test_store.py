@@ -126,7 +126,7 @@ def test_profile_round_trips_and_rejects_unknown_settings(bank):
     assert (profile.background, profile.agent_name) == ("helps a team", "Juniper")
     assert profile.disposition == Disposition(5, 1, 4, 0.9)
     assert profile.config["recall.rrf_k"] == 30
-    with pytest.raises(KeyError):
+    with pytest.raises(InvalidInputError, match="unknown setting 'no.such'"):
         bank.set_profile(config={"no.such": 1})
     with pytest.raises(ValueError):
         Disposition(skepticism=6)

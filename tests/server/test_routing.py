@@ -234,3 +234,17 @@ def test_values_cross_the_wire_as_the_same_types(homes, server, token_env):
     change = Change.of(added={Kind.UNIT: ["a", "b"]}, removed={Kind.ENTITY: ["c"]})
     for value in (result, units, change, {"k": (1, 2.5, None)}, frozenset({"a"})):
         assert decode(json.loads(json.dumps(encode(value)))) == value
+
+
+def test_settings_change_through_the_owner_as_they_do_directly(homes, server, token_env):
+    for args in (
+        ("config", "set", BANK, "recall.entity_fan=false", "recall.rrf_k=42"),
+        ("config", "show", BANK, "--changed"),
+        ("config", "set", BANK, "recall.rrf_k=42.5"),  # refused the same way, naming the key
+        ("config", "reset", BANK),
+    ):
+        direct, routed = both(homes, *args)
+        assert routed == direct, args
+    served, _ = homes
+    code, _out, err = run_cli("--home", str(served), "config", "set", BANK, "recall.rrf_k=0.5")
+    assert code == 1 and "recall.rrf_k" in err

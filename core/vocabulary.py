@@ -1,0 +1,27 @@
+"""The engine's words, each listed once: the four networks, the link kinds,
+recall's channels and its budget levels.
+
+The CLI, the server, recall and the studio all read these (through `core`'s
+public face), so a new channel or link kind is added here and nowhere else.
+Import-light: `engram --help` builds its choices from this module.
+"""
+
+from __future__ import annotations
+
+from core.types import LinkKind, Network
+
+# In the order the studio lists and colours them.
+NETWORKS: tuple[str, ...] = tuple(network.value for network in Network)
+LINK_KINDS: tuple[str, ...] = tuple(kind.value for kind in LinkKind)
+
+# Recall's four channels, in the order fusion lists them, with a title for people.
+CHANNEL_TITLES: dict[str, str] = {
+    "semantic": "Semantic (vectors)",
+    "lexical": "Lexical (BM25)",
+    "graph": "Graph (activation)",
+    "temporal": "Temporal",
+}
+CHANNELS: tuple[str, ...] = tuple(CHANNEL_TITLES)
+
+# Candidates each channel returns, by budget level.
+LEVELS: dict[str, int] = {"low": 20, "mid": 50, "high": 150}
