@@ -32,6 +32,7 @@ import duckdb
 import numpy as np
 
 from core.progress import CancelToken, Progress, check, report
+from core.retain.rules import rewrite_pronouns
 from core.store.bank_store import Tx, utcnow
 from core.store.units import delete_units, get_units, insert_mentions, insert_units
 from core.types import (
@@ -108,15 +109,6 @@ def pending_jobs(con: duckdb.DuckDBPyConnection) -> int:
 # -- profiles ---------------------------------------------------------------------------
 
 _SPEAKER_PREFIX = re.compile(r"^([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
-_FIRST_PERSON = [
-    (re.compile(r"\bI['’]m\b"), "{name} is"),
-    (re.compile(r"\bI['’]ve\b"), "{name} has"),
-    (re.compile(r"\bI['’]ll\b"), "{name} will"),
-    (re.compile(r"\bI['’]d\b"), "{name} would"),
-    (re.compile(r"\bI\b"), "{name}"),
-    (re.compile(r"\b(?:me|myself)\b", re.IGNORECASE), "{name}"),
-    (re.compile(r"\b(?:my|mine)\b", re.IGNORECASE), "{name}'s"),
-]
 
 
 def third_person(text: str, speaker: str | None = None, verbatim: bool = False) -> str:
@@ -125,15 +117,9 @@ def third_person(text: str, speaker: str | None = None, verbatim: bool = False) 
     match = _SPEAKER_PREFIX.match(text) if verbatim else None
     if match and match.group(1).strip():
         name, body = match.group(1).strip(), match.group(2).strip()
-        return f"{name} said: {_replace_first_person(body, name)}"
+        return f"{name} said: {rewrite_pronouns(body, name)}"
     if speaker:
-        return _replace_first_person(text, speaker)
-    return text
-
-
-def _replace_first_person(text: str, name: str) -> str:
-    for pattern, template in _FIRST_PERSON:
-        text = pattern.sub(template.format(name=name).replace("\\", "\\\\"), text)
+        return rewrite_pronouns(text, speaker)
     return text
 
 

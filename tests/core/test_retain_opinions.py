@@ -122,7 +122,7 @@ def test_alpha_comes_from_the_bank_config(bank) -> None:
 def test_third_person_and_rules_profile() -> None:
     assert (
         third_person("Alice: I love my dog.", verbatim=True)
-        == "Alice said: Alice love Alice's dog."
+        == "Alice said: Alice loves Alice's dog."
     )
     assert (
         third_person("I recommended Yosemite to Alice.", "Bob")
