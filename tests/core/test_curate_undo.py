@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import EngramError, Kind
-from tests.core import test_curate_support as support
-from tests.core.test_curate_support import (
+from tests.support import curation as support
+from tests.support.curation import (
     dump,
     folder_contains,
     lexical_ids,

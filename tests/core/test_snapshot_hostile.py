@@ -16,7 +16,8 @@ import pytest
 
 from core import Engine, EngramError, NewUnit
 from core.snapshot import archive
-from tests.core.test_curate_support import HashEmbedder, add_entity, dump
+from tests.support.curation import add_entity, dump
+from tests.support.embedders import HashEmbedder
 
 
 @pytest.fixture(scope="module")

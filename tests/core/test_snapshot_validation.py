@@ -21,8 +21,9 @@ import pytest
 from core import Engine, EngramError, NewUnit
 from core.retain.importers import parse_documents
 from core.snapshot import archive
-from tests.core.test_curate_support import HashEmbedder, dump
 from tests.core.test_snapshot_hostile import _members, _parquet, _write
+from tests.support.curation import dump
+from tests.support.embedders import HashEmbedder
 
 CHAT = b"""Ann: I adopted a dog named Rex in Lisbon last spring.
 Bob: Rex is lovely. I think Lisbon suits you.

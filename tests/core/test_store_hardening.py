@@ -16,7 +16,7 @@ import pytest
 from core import BankExistsError, BankLockedError, Engine, NewUnit
 from core import engine as engine_module
 from core.store.bank_store import BankStore
-from tests.core.test_curate_support import HashEmbedder
+from tests.support.embedders import HashEmbedder
 
 
 def _engine(home):

@@ -182,7 +182,7 @@ def snapshot_importer(
 ) -> None:
     """Import a snapshot (a fault point in ENGRAM_IMPORT_FAULT may SIGKILL it midway)."""
     from core import Engine
-    from tests.core.test_curate_support import HashEmbedder
+    from tests.support.embedders import HashEmbedder
 
     with Engine(home, embedder=HashEmbedder()) as engine:
         engine.import_snapshot(path, name=name, replace=replace)
