@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from core import EngramError, Kind
@@ -180,9 +180,13 @@ def _candidates(bank, b):
 # observation_sources rows out. Reproduce with
 # @reproduce_failure('6.170.17', b'AEEDQQBBAUEAQQVBAUEDQQA='); remove the mark with the fix.
 @pytest.mark.xfail(reason="undo after delete loses an observation_sources row", strict=False)
+# No shrinking: a failing sequence is shrunk by replaying it for up to hypothesis's
+# 300 s cap (324 s measured on one xdist worker, more than the rest of the suite),
+# and this one is known. Put Phase.shrink back to debug a new failure.
 @settings(
     max_examples=12,
     deadline=None,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
