@@ -33,13 +33,15 @@ def valid(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture
-def engine(tmp_path):
-    with Engine(tmp_path / "home", embedder=HashEmbedder()) as engine:
+# One engine and victim per module: every test here is a refused import that
+# checks the victim did not move (a test that moved it fails itself).
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    with Engine(tmp_path_factory.mktemp("home"), embedder=HashEmbedder()) as engine:
         yield engine
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def victim(engine, valid):
     """The bank a hostile import tries to replace; its state must not move."""
     bank = engine.import_snapshot(valid)
