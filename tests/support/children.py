@@ -37,6 +37,9 @@ PRELOAD = [
     "core.curate",
     "core.retain.entities",
     "numpy.random",
+    # The snapshot crash test's children import a snapshot with the hash embedder.
+    "core.snapshot.importer",
+    "tests.support.embedders",
     # The server crash test's children serve HTTP and embed (tests/server). The
     # packages above are lazy faces: name the modules `engram serve` and its first
     # retain import (FastAPI, uvicorn, MCP: ~650 modules, seconds a child when cold).
