@@ -183,6 +183,7 @@ def _candidates(bank, b):
 # No shrinking: a failing sequence is shrunk by replaying it for up to hypothesis's
 # 300 s cap (324 s measured on one xdist worker, more than the rest of the suite),
 # and this one is known. Put Phase.shrink back to debug a new failure.
+@pytest.mark.slow
 @settings(
     max_examples=12,
     deadline=None,

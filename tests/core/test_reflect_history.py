@@ -49,6 +49,7 @@ def update(opinion_id: str, relation: str) -> FormedOpinion:
     )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25,
     deadline=None,

@@ -360,6 +360,7 @@ def _big_bank(engine, rows: int, chars: int):
     return bank
 
 
+@pytest.mark.slow
 def test_a_bank_of_large_turns_exports_and_imports(engine, tmp_path):
     """2,100 turns of 45,000 characters (within the ingest limits) failed with DuckDB's
     OutOfMemoryException: 2,048-row batches against a 64 MB memory cap."""
