@@ -72,6 +72,9 @@ $(VENV)/.installed-bundle: pyproject.toml | $(BIN)/python
 # A one-folder desktop bundle (dist/engram/, runs without Python) and its tarball.
 bundle: $(VENV)/.installed-bundle $(MODEL)
 	$(BIN)/pyinstaller --noconfirm --distpath dist --workpath build/pyinstaller packaging/engram.spec
+	# pyarrow's and tantivy's libraries ship their symbol tables (~15 MB); only those:
+	# other wheels' libraries are patched by auditwheel, which strip can break.
+	strip --strip-unneeded dist/engram/_internal/pyarrow/lib*.so* dist/engram/_internal/tantivy/*.so
 	mkdir -p dist/engram/share
 	cp packaging/engram-studio.desktop packaging/engram-studio-mime.xml dist/engram/share/
 	cp -r resources/icons dist/engram/share/icons

@@ -7,6 +7,8 @@ Deleting asks for the bank's name typed in full.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
@@ -25,7 +27,10 @@ from PySide6.QtWidgets import (
 
 from app.panes.base import muted_label
 from app.state import StudioState
-from core import BankInfo, Change, Kind
+from core import Kind
+
+if TYPE_CHECKING:
+    from core import BankInfo, Change
 
 InfoRole = Qt.ItemDataRole.UserRole + 1
 
@@ -70,6 +75,10 @@ class BankList(QWidget):
         state.bank_changed.connect(lambda bank: self.mark_current(bank.name if bank else None))
         state.changed.connect(self._on_change)
         self._show([])
+        # Until the first listing arrives (from the runner), claim nothing: "No banks
+        # yet" would be wrong for a moment on every start.
+        self.list.setVisible(True)
+        self.empty.setVisible(False)
 
     def reload(self) -> None:
         engine = self.state.engine

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.assets import resource_path
-from core import Bank, CancelToken, Change, Disposition, Engine, IngestReport, Kind
+from core import Change, Disposition, Kind
 
 if TYPE_CHECKING:
     from app.window import MainWindow
+    from core import Bank, CancelToken, Engine, IngestReport
 
 DEMO_NAME = "Demo: Juniper"
 

@@ -10,13 +10,16 @@ changes that add documents are left to it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from app.runner import Job
 from app.state import StudioState
-from core import Bank, Change, Kind
+from core import Kind
+
+if TYPE_CHECKING:
+    from core import Bank, Change
 
 
 class JobsIndicator(QWidget):

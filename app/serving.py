@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import threading
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QSettings, QSignalBlocker, Qt, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QGroupBox, QLabel, QSpinBox, QToolButton
 
-from core import Bank, Change
+if TYPE_CHECKING:
+    from core import Bank, Change
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8888  # Hindsight's port: an agent written for it finds us there
@@ -170,6 +171,8 @@ class StudioServer(QObject):
         the open bank's (the server may be writing to it)."""
         if self.served is None:
             return None  # never served: nobody else works on the bank
+        from core import Bank  # loaded with the server (not at start-up: see app/panes)
+
         bank = key if isinstance(key, Bank) else (self._bank if mutating and key is None else None)
         return self.served.lock(bank.name) if bank is not None else None
 

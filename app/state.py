@@ -6,10 +6,14 @@ signals; they never reach into each other. The window owns one.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QObject, Signal
 
 from app.runner import Runner
-from core import Bank, Change, Engine
+
+if TYPE_CHECKING:
+    from core import Bank, Change, Engine
 
 
 class StudioState(QObject):
@@ -17,6 +21,7 @@ class StudioState(QObject):
     changed = Signal(object)  # Change, re-broadcast from the runner
     mode_changed = Signal(str)  # "offline rules" or "Ollama · <model>"
     status = Signal(str)  # a short message for the status bar
+    opening_changed = Signal(str)  # the bank being opened in the runner ("" when none is)
 
     def __init__(self, engine: Engine, runner: Runner, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -24,6 +29,7 @@ class StudioState(QObject):
         self.runner = runner
         self._bank: Bank | None = None
         self._mode = "offline rules"
+        self._opening = ""
         self.server = None  # the StudioServer (app/serving.py) once the window made one
         runner.changed.connect(self._on_change)
 
@@ -36,6 +42,16 @@ class StudioState(QObject):
             return
         self._bank = bank
         self.bank_changed.emit(bank)
+
+    @property
+    def opening(self) -> str:
+        """The name of the bank being opened off the UI thread, or ""."""
+        return self._opening
+
+    def set_opening(self, name: str) -> None:
+        if name != self._opening:
+            self._opening = name
+            self.opening_changed.emit(name)
 
     @property
     def mode(self) -> str:

@@ -68,4 +68,32 @@ def run_studio(options: argparse.Namespace | Sequence[str]) -> int:
         start_demo_build(window)
     else:
         window.start()
+    if os.environ.get("ENGRAM_START_PROBE"):
+        _probe_start(window)
     return int(app.exec())
+
+
+def _probe_start(window) -> None:
+    """ENGRAM_START_PROBE=1 (the bundle's cold-start measurement, where no benchmark
+    script can run): print the seconds from process creation to the window having
+    handled a key press posted to it, then close the studio."""
+    import time
+
+    import psutil
+    from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
+    from PySide6.QtGui import QKeyEvent
+
+    class Probe(QObject):
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+            if event.type() == QEvent.Type.KeyPress:
+                since = time.time() - psutil.Process().create_time()
+                print(f"engram: studio window answered input {since:.2f} s after start")
+                sys.stdout.flush()
+                window.removeEventFilter(self)
+                window.close()
+            return False
+
+    probe = Probe(window)
+    window.installEventFilter(probe)
+    key = QKeyEvent(QEvent.Type.KeyPress, Qt.Key.Key_F24, Qt.KeyboardModifier.NoModifier)
+    QCoreApplication.postEvent(window, key)  # handled when the event loop gets to it

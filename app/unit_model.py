@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -31,7 +31,10 @@ from PySide6.QtCore import (
 )
 
 from app.runner import Runner, describe
-from core import Bank, Change, Kind, Network, Unit
+from core import Kind
+
+if TYPE_CHECKING:
+    from core import Bank, Change, Network, Unit
 
 PAGE_SIZE = 100
 MAX_PAGES = 60  # cached pages (6,000 units) before the least recently used go
@@ -282,6 +285,8 @@ class UnitTableModel(QAbstractTableModel):
     # -- rows ----------------------------------------------------------------
 
     def unit_at(self, row: int) -> Unit | None:
+        if not 0 <= row < self._rows:  # a page read before the count names no row yet
+            return None
         page = self._pages.get(row // PAGE_SIZE)
         if page is None:
             return None

@@ -10,9 +10,10 @@ it cancels and joins running work before the banks are closed.
 from __future__ import annotations
 
 import contextlib
+import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
@@ -41,13 +42,14 @@ from PySide6.QtWidgets import (
 from app import theme
 from app.banks import BankList, CreateBankDialog, DeleteBankDialog, RenameBankDialog
 from app.jobs import JobsIndicator
-from app.panes import Pane, build_panes
-from app.panes.ingest import IngestPane
-from app.panes.snapshots import SnapshotsPane
+from app.panes import PANES, Pane, PaneSpec
 from app.runner import Job, Runner, describe
 from app.serving import ServingIndicator, StudioServer, serving_enabled
 from app.state import StudioState
-from core import Bank, BankInfo, Change, Engine, Kind
+from core import CancelledError, Change, Kind
+
+if TYPE_CHECKING:
+    from core import Bank, BankInfo, Engine
 
 ORGANIZATION = "Engram"
 APPLICATION = "Engram Studio"
@@ -95,13 +97,14 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.bank_dock)
         self.resizeDocks([self.bank_dock], [210], Qt.Orientation.Horizontal)
 
-        # -- panes --
+        # -- panes: every tab now, each pane built when first shown (app/panes) --
         self.tabs = QTabWidget()
         self.tabs.setObjectName("panes")
         self.tabs.setDocumentMode(False)
-        self.panes: list[Pane] = build_panes(self.state)
-        for pane in self.panes:
-            self.tabs.addTab(_host(pane), pane.title)
+        self.pane_specs: list[PaneSpec] = list(PANES)
+        self._built: dict[str, Pane] = {}
+        for spec in self.pane_specs:
+            self.tabs.addTab(_host(spec.slug), spec.title)
         self.setCentralWidget(self.tabs)
 
         # -- status bar --
@@ -200,9 +203,9 @@ class MainWindow(QMainWindow):
         view.addAction(self.bank_dock.toggleViewAction())
         view.addSeparator()
         self.pane_actions: list[QAction] = []
-        for i, pane in enumerate(self.panes):
+        for i, spec in enumerate(self.pane_specs):
             key = f"Ctrl+{i + 1}" if i < 9 else None
-            act = self._action(pane.title, lambda i=i: self.tabs.setCurrentIndex(i), key)
+            act = self._action(spec.title, lambda i=i: self.tabs.setCurrentIndex(i), key)
             view.addAction(act)
             self.pane_actions.append(act)
         view.addSeparator()
@@ -272,8 +275,10 @@ class MainWindow(QMainWindow):
             self._open_after_close = target
             return
         self.statusBar().showMessage(f"Opening “{name}”…")
+        self.state.set_opening(name)
         engine = self.engine
-        self.runner.run_query(lambda: engine.open_bank(name), self._opened)
+        # Off the UI thread: the first open also loads DuckDB, LanceDB and Tantivy.
+        self.runner.run_query(lambda: engine.open_bank(name), self._opened, self._open_failed)
 
     def _opened(self, bank: Bank) -> None:
         if bank.closed:  # closed by a switch that raced this open: open it again
@@ -281,6 +286,8 @@ class MainWindow(QMainWindow):
             return
         self.statusBar().showMessage(f"Opened “{bank.name}”.", 4000)
         self.set_bank(bank)
+        if self.state.opening == bank.name:  # not when another open was asked for since
+            self.state.set_opening("")
         # The first recall on a large bank would otherwise wait for the link graph.
         self.runner.run_query(
             bank.prepare_recall,
@@ -289,6 +296,11 @@ class MainWindow(QMainWindow):
             ),
             key=bank,
         )
+
+    def _open_failed(self, error: BaseException) -> None:
+        self.state.set_opening("")
+        if not isinstance(error, CancelledError):  # as the runner reports a failed task
+            self.runner.failed.emit(describe(error), "".join(traceback.format_exception(error)))
 
     def set_bank(self, bank: Bank | None) -> None:
         old = self.state.bank
@@ -380,13 +392,44 @@ class MainWindow(QMainWindow):
         widget = host.widget() if isinstance(host, QScrollArea) else host
         return widget if isinstance(widget, Pane) else None
 
+    def _index(self, slug: str) -> int:
+        return next(i for i, spec in enumerate(self.pane_specs) if spec.slug == slug)
+
     def pane(self, slug: str) -> Pane:
-        return next(p for p in self.panes if p.slug == slug)
+        """The pane with this slug, built now if it has not been shown yet."""
+        pane = self._built.get(slug)
+        if pane is None:
+            index = self._index(slug)
+            pane = self.pane_specs[index].build(self.state)
+            self._built[slug] = pane
+            host = self.tabs.widget(index)
+            assert isinstance(host, QScrollArea)
+            shown = self.tabs.currentWidget()
+            if host is not shown and isinstance(shown, QScrollArea):
+                # Built on a hidden tab (a test, a screenshot, a menu action): lay it out
+                # at the size it will have, as if it had been there from the start.
+                pane.resize(shown.viewport().size())
+            host.setWidget(pane)
+            pane.show()  # a widget put in a visible scroll area is not shown by it
+            pane.restore_state(self.settings())
+        return pane
+
+    @property
+    def panes(self) -> list[Pane]:
+        """Every pane in tab order, building those not shown yet (tests, screenshots)."""
+        return [self.pane(spec.slug) for spec in self.pane_specs]
+
+    def built_panes(self) -> list[Pane]:
+        """The panes built so far, in tab order: the others have nothing to refresh or save."""
+        return [self._built[s.slug] for s in self.pane_specs if s.slug in self._built]
+
+    def _tab_shown(self, index: int) -> None:
+        if 0 <= index < len(self.pane_specs):
+            self.pane(self.pane_specs[index].slug)
 
     def show_pane(self, slug: str) -> Pane:
-        pane = self.pane(slug)
-        self.tabs.setCurrentIndex(self.panes.index(pane))
-        return pane
+        self.tabs.setCurrentIndex(self._index(slug))
+        return self.pane(slug)
 
     def open_snapshot(self, path: Path) -> None:
         """Import a `.engram` file as a bank and open it (`engram --open FILE`, the
@@ -399,7 +442,7 @@ class MainWindow(QMainWindow):
             pane.focus_search()
 
     def refresh(self) -> None:
-        for pane in self.panes:
+        for pane in self.built_panes():
             pane.refresh()
         self.bank_list.reload()
         self.update_mode()
@@ -411,6 +454,8 @@ class MainWindow(QMainWindow):
             pane.delete_selection()
 
     def ingest(self) -> None:
+        from app.panes.ingest import IngestPane
+
         pane = self.show_pane("ingest")
         if isinstance(pane, IngestPane) and self.act_ingest.isEnabled() and not pane.running:
             pane.choose_files()
@@ -434,6 +479,8 @@ class MainWindow(QMainWindow):
     def export_snapshot(self) -> None:
         if self.state.bank is None:
             return
+        from app.panes.snapshots import SnapshotsPane
+
         pane = self.show_pane("snapshots")
         if isinstance(pane, SnapshotsPane):
             pane.choose_export()
@@ -566,13 +613,12 @@ class MainWindow(QMainWindow):
         if state is not None:
             self.restoreState(state)
         tab = s.value("window/tab")
-        if tab is not None:
-            for i, pane in enumerate(self.panes):
-                if pane.slug == tab:
-                    self.tabs.setCurrentIndex(i)
-                    break
-        for pane in self.panes:
-            pane.restore_state(s)
+        slugs = [spec.slug for spec in self.pane_specs]
+        if tab in slugs:
+            self.tabs.setCurrentIndex(slugs.index(tab))
+        # Only the pane on screen is built now; each restores its own layout when built.
+        self.tabs.currentChanged.connect(self._tab_shown)
+        self._tab_shown(self.tabs.currentIndex())
 
     def save_layout(self) -> None:
         s = self.settings()
@@ -583,7 +629,7 @@ class MainWindow(QMainWindow):
             s.setValue("window/tab", pane.slug)
         if self.state.bank is not None:
             s.setValue("window/bank", self.state.bank.name)
-        for pane in self.panes:
+        for pane in self.built_panes():
             pane.save_state(s)
         s.sync()
 
@@ -600,14 +646,18 @@ class MainWindow(QMainWindow):
         if serving_enabled():
             self.server.start()
         engine = self.engine
+        last = self.last_bank() if open_last else None
+        if last:  # said at once, before the listing that confirms it arrives
+            self.state.set_opening(last)
+            self.statusBar().showMessage(f"Opening “{last}”…")
 
         def listed(infos: list[BankInfo]) -> None:
             self.bank_list._show(infos)
-            if not open_last or self.state.bank is not None or not infos:
-                return
             names = [i.name for i in infos]
-            last = self.last_bank()
-            self.open_bank(last if last in names else names[0])
+            if open_last and self.state.bank is None and names:
+                self.open_bank(last if last in names else names[0])
+            elif last and self.state.opening == last:
+                self.state.set_opening("")  # nothing to open after all
 
         self.runner.run_query(engine.banks, listed)
 
@@ -640,14 +690,14 @@ class MainWindow(QMainWindow):
                 widget.deleteLater()
 
 
-def _host(pane: Pane) -> QScrollArea:
-    """A pane in a scroll area: one pane with a large minimum size must not make the
-    whole window wider or taller than the screen; below its minimum it scrolls."""
+def _host(slug: str) -> QScrollArea:
+    """A tab's scroll area, given its pane when the pane is built: one pane with a
+    large minimum size must not make the whole window wider or taller than the
+    screen; below its minimum it scrolls."""
     host = QScrollArea()
-    host.setObjectName(f"host-{pane.slug}")
+    host.setObjectName(f"host-{slug}")
     host.setWidgetResizable(True)
     host.setFrameShape(QFrame.Shape.NoFrame)
-    host.setWidget(pane)
     return host
 
 

@@ -36,6 +36,7 @@ from core.types import (
 
 if TYPE_CHECKING:
     from core.bank import Bank
+    from core.progress import CancelToken, Progress
 
 # The stores (DuckDB, LanceDB, Tantivy) load when a bank opens, not with the
 # engine (imports inside the methods): listing banks or `engram --help` must
@@ -290,6 +291,18 @@ class Engine:
         if folder in self._open:
             self._open[folder].store.name = new
         return Change.of(updated={Kind.BANK: [new]}, removed={Kind.BANK: [old]})
+
+    def reembed_bank(
+        self, name: str, progress: Progress | None = None, cancel: CancelToken | None = None
+    ) -> Change:
+        """Give every unit of a bank recorded with another embedding model a vector from
+        this engine's model (core/reembed.py); an empty Change when it uses it already."""
+        from core.reembed import reembed_bank
+
+        folder = self._find(name)
+        if folder in self._open and not self._open[folder].closed:
+            return Change()  # this engine opened it: recorded with its model already
+        return reembed_bank(self, folder, name, progress, cancel)
 
     def delete_bank(self, name: str) -> Change:
         with self.reserving_names():

@@ -10,6 +10,7 @@ re-reads itself from the `Change` they return.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -29,10 +30,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.graph.entitymap import EntityMap, read
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label
+from app.panes.base import Pane, empty_label, muted_label
 from app.runner import describe
 from app.state import StudioState
-from core import Bank, Change, Kind
+from core import Kind
+
+if TYPE_CHECKING:
+    from core import Bank, Change
 
 TYPE_COLORS = ("#3b82f6", "#10b981", "#f59e0b", "#8b5cf6", "#ef4444", "#14b8a6", "#64748b")
 LABELS = 25  # the most mentioned entities are named; others on hover
@@ -207,7 +211,7 @@ class EntityMapPane(Pane):
         self.splitter.addWidget(side)
         self.splitter.setSizes([900, 340])
 
-        self.no_bank = empty_label(NO_BANK)
+        self.no_bank = self.no_bank_label(empty_label())
         self.empty = empty_label(
             "No entities yet: ingest conversations to see who and what they mention."
         )

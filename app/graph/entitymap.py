@@ -9,12 +9,15 @@ pair list is a hairball, and a layout over it takes minutes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from app.graph.layout import force_layout
 from app.graph.model import GraphData
-from core import Bank, Entity
+
+if TYPE_CHECKING:
+    from core import Bank, Entity
 
 EDGES_PER_ENTITY = 6
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.graph.activation import params_from_settings, rerun
 from app.graph.model import GraphData, trace_links, trace_node_ids
-from core import Bank
+
+if TYPE_CHECKING:
+    from core import Bank
 
 MAX_NODES = 600  # the pane stays readable (and the layout quick) below this
 # One-hop context drawn around a recall's activated subgraph, strongest links first.

@@ -8,7 +8,7 @@ shows its unit beside the graph and emits `unit_requested` for the shell.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -26,10 +26,13 @@ from app.graph import neighbourhood
 from app.graph.detail import ReadOnlyUnitDetail
 from app.graph.neighbourhood import Neighbourhood
 from app.graph.widget import GraphWidget
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label
+from app.panes.base import Pane, empty_label, muted_label
 from app.runner import describe
 from app.state import StudioState
-from core import Bank, Change, Kind
+from core import Kind
+
+if TYPE_CHECKING:
+    from core import Bank, Change
 
 MODES = (
     (
@@ -90,7 +93,7 @@ class GraphPane(Pane):
         self.detail.hide()  # until a node is clicked: an empty panel only takes room
 
         self.empty = empty_label(EMPTY)
-        self.no_bank = empty_label(NO_BANK)
+        self.no_bank = self.no_bank_label(empty_label())
         self.stack = QStackedWidget()
         for widget in (self.no_bank, self.empty, self.splitter):
             self.stack.addWidget(widget)

@@ -6,6 +6,8 @@ that cannot be undone (purges) say so.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -18,10 +20,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label
+from app.panes.base import Pane, empty_label, muted_label
 from app.state import StudioState
 from app.unit_model import fmt_time
-from core import AuditEntry, Bank, Change
+
+if TYPE_CHECKING:
+    from core import AuditEntry, Bank, Change
 
 LIMIT = 500
 HEADERS = ("When", "Who", "Action", "What", "State")
@@ -53,7 +57,7 @@ class AuditPane(Pane):
         for col in (0, 1, 2, 4):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-        self.empty = empty_label()
+        self.empty = self.no_bank_label(empty_label())
         self.empty.setObjectName("empty-state")
         self.stack = QStackedWidget()
         self.stack.addWidget(self.table)
@@ -78,7 +82,7 @@ class AuditPane(Pane):
     def set_bank(self, bank: Bank | None) -> None:
         self._show([])
         if bank is None:
-            self._empty(NO_BANK)
+            self._empty(self.no_bank_text())
         else:
             self.refresh()
 

@@ -7,6 +7,9 @@ added by appending a factory there.
 
 from __future__ import annotations
 
+import html
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -20,7 +23,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.state import StudioState
-from core import Bank, Change
+
+if TYPE_CHECKING:
+    from core import Bank, Change
 
 
 class Pane(QWidget):
@@ -36,8 +41,10 @@ class Pane(QWidget):
         if slug is not None:
             self.slug = slug
         self.setObjectName(f"pane-{self.slug}")
+        self._no_bank_labels: list[QLabel] = []
         state.bank_changed.connect(self.set_bank)
         state.changed.connect(self.apply_change)
+        state.opening_changed.connect(self._opening_changed)
 
     @property
     def bank(self) -> Bank | None:
@@ -45,6 +52,22 @@ class Pane(QWidget):
 
     def set_bank(self, bank: Bank | None) -> None:
         """The bank shown changed (None: no bank open)."""
+
+    def no_bank_text(self) -> str:
+        """What the pane says while it has no bank: the one being opened, or how to open one."""
+        name = self.state.opening
+        return OPENING.format(name=html.escape(name)) if name else NO_BANK
+
+    def no_bank_label(self, label: QLabel) -> QLabel:
+        """Register the label that shows `no_bank_text()`: it follows a bank being opened."""
+        self._no_bank_labels.append(label)
+        label.setText(self.no_bank_text())
+        return label
+
+    def _opening_changed(self, _name: str) -> None:
+        if self.state.bank is None:  # with a bank shown, its own texts stay until it changes
+            for label in self._no_bank_labels:
+                label.setText(self.no_bank_text())
 
     def apply_change(self, change: Change) -> None:
         """The engine changed something; refresh only what this pane shows."""
@@ -133,3 +156,7 @@ def read_only_table(headers: list[str], *, stretch: int) -> QTableWidget:
 
 
 NO_BANK = "No bank is open.<br>Create one with <b>Ctrl+N</b> or pick one in the Banks list."
+# While the stores load off the UI thread (the window is already usable).
+OPENING = (
+    "Opening the bank <b>{name}</b>…<br>Its memories appear here as soon as its stores are loaded."
+)

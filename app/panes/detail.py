@@ -12,7 +12,7 @@ import html
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QDate, QDateTime, Qt, QTime, Signal
 from PySide6.QtWidgets import (
@@ -38,7 +38,10 @@ from app.panes.base import muted_label
 from app.state import StudioState
 from app.theme import NETWORK_COLORS
 from app.unit_model import fmt_interval, fmt_time
-from core import Bank, Network, Unit
+from core import Network
+
+if TYPE_CHECKING:
+    from core import Bank, Unit
 
 
 class UnitDetail(QWidget):

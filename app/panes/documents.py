@@ -12,7 +12,7 @@ does not cover it and the dialog says so).
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -30,11 +30,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import NO_BANK, Pane, empty_label, list_and_detail, muted_label, read_only_table
+from app.panes.base import Pane, empty_label, list_and_detail, muted_label, read_only_table
 from app.panes.entity_dialogs import preview_list
 from app.state import StudioState
 from app.unit_model import fmt_time
-from core import INGEST_MODES, Bank, Change, DocumentPreview, Kind
+from core import INGEST_MODES, Kind
+
+if TYPE_CHECKING:
+    from core import Bank, Change, DocumentPreview
 
 HEADERS = ["Title", "Turns", "Units", "Extracted by", "Ingested"]
 
@@ -95,7 +98,7 @@ class DocumentsPane(Pane):
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
         self.table.currentCellChanged.connect(lambda *_: self._show_current())
-        self.empty = empty_label()
+        self.empty = self.no_bank_label(empty_label())
         self.empty.setObjectName("empty-state")
         self.stack = QStackedWidget()
         self.stack.addWidget(self.table)
@@ -145,7 +148,7 @@ class DocumentsPane(Pane):
     def set_bank(self, bank: Bank | None) -> None:
         self._show([])
         if bank is None:
-            self._empty(NO_BANK)
+            self._empty(self.no_bank_text())
         else:
             self.refresh()
 

@@ -10,7 +10,7 @@ in one query in the runner and sorted and filtered in memory.
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import NO_BANK, Pane, empty_label, list_and_detail, muted_label
+from app.panes.base import Pane, empty_label, list_and_detail, muted_label
 from app.panes.entity_dialogs import (
     MergeEntityDialog,
     PurgeEntityDialog,
@@ -50,7 +50,10 @@ from app.panes.entity_dialogs import (
 from app.state import StudioState
 from app.theme import NETWORK_COLORS
 from app.unit_model import fmt_time
-from core import Bank, Change, Entity, Kind, Network, Unit, UnitStatus
+from core import Kind, Network, UnitStatus
+
+if TYPE_CHECKING:
+    from core import Bank, Change, Entity, Unit
 
 Index = QModelIndex | QPersistentModelIndex
 EntityRole = Qt.ItemDataRole.UserRole + 1
@@ -221,7 +224,7 @@ class EntitiesPane(Pane):
         self.show_retracted.toggled.connect(lambda *_: self.refresh())
 
         self.count_label = muted_label()
-        self.empty = empty_label()
+        self.empty = self.no_bank_label(empty_label())
         self.empty.setObjectName("empty-state")
         self.stack = QStackedWidget()
         self.stack.addWidget(self.table)
@@ -281,7 +284,7 @@ class EntitiesPane(Pane):
         self.model.set_entities([])
         self._show_entity(None, [])
         if bank is None:
-            self._empty(NO_BANK)
+            self._empty(self.no_bank_text())
         else:
             self.refresh()
 

@@ -8,7 +8,7 @@ in the runner. Purge, which cannot be undone, needs the entity's name typed.
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -30,7 +30,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core import Entity, Network, Unit
+from core import Network
+
+if TYPE_CHECKING:
+    from core import Entity, Unit
 
 ENTITY_TYPES = ("person", "org", "place", "product", "concept", "other")
 

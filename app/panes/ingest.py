@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QDragEnterEvent, QDropEvent
@@ -33,19 +34,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label
+from app.panes.base import Pane, empty_label, muted_label
 from app.runner import Job, describe
 from app.state import StudioState
 from app.unit_model import fmt_time
 from core import (
     INGEST_FORMATS,
     INGEST_MODES,
-    Bank,
     CancelledError,
-    Document,
-    IngestReport,
     load_documents,
 )
+
+if TYPE_CHECKING:
+    from core import (
+        Bank,
+        Document,
+        IngestReport,
+    )
 
 PREVIEW_TURNS = 40
 STATUS_REASON_CHARS = 90
@@ -213,7 +218,7 @@ class IngestPane(Pane):
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 3)
 
-        self.unavailable = empty_label()
+        self.unavailable = self.no_bank_label(empty_label())
         self.unavailable.setObjectName("empty-state")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
@@ -224,7 +229,7 @@ class IngestPane(Pane):
     # -- Pane interface ------------------------------------------------------
 
     def set_bank(self, bank: Bank | None) -> None:
-        self.unavailable.setText(NO_BANK)
+        self.unavailable.setText(self.no_bank_text())
         self.unavailable.setVisible(bank is None)
         self.splitter.setVisible(bank is not None)
         self._update_buttons()

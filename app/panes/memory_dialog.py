@@ -9,7 +9,7 @@ before anything is written.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QDateTime, Qt
 from PySide6.QtWidgets import (
@@ -29,7 +29,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core import Entity, Network
+from core import Network
+
+if TYPE_CHECKING:
+    from core import Entity
 
 HAND_NETWORKS = (Network.WORLD, Network.EXPERIENCE, Network.OPINION)
 

@@ -8,7 +8,7 @@ without stalls; the detail panel beside it shows the selected unit in full.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QItemSelectionModel, QSettings, Qt
 from PySide6.QtWidgets import (
@@ -26,13 +26,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label
+from app.panes.base import Pane, empty_label, muted_label
 from app.panes.detail import UnitDetail
 from app.panes.filters import FilterBar
 from app.runner import describe
 from app.state import StudioState
 from app.unit_model import COLUMN, COLUMNS, UnitTableModel
-from core import Bank, Change, Kind, Network, Unit
+from core import Change, Kind, Network
+
+if TYPE_CHECKING:
+    from core import Bank, Unit
 
 # title, what one unit is called (singular, plural), and the empty state.
 NETWORK_TEXT = {
@@ -129,7 +132,7 @@ class NetworkPane(Pane):
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)
 
-        self.empty = empty_label()
+        self.empty = self.no_bank_label(empty_label())
         self.empty.setObjectName("empty-state")
         self.empty.linkActivated.connect(lambda _: self.filter_bar.clear())
         self.stack = QStackedWidget()
@@ -491,7 +494,7 @@ class NetworkPane(Pane):
 
     def _show_stack_state(self) -> None:
         if self.bank is None:
-            self.empty.setText(NO_BANK)
+            self.empty.setText(self.no_bank_text())
             self.stack.setCurrentWidget(self.empty)
         elif self.model.counted and self.model.rowCount() == 0:
             if self.filter_bar.active:

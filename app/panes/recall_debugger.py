@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QDateTime, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QMouseEvent, QPainter, QPaintEvent, QPen
@@ -48,10 +48,13 @@ from app.graph.model import NETWORKS
 from app.graph.neighbourhood import Neighbourhood
 from app.graph.style import network_color
 from app.graph.widget import GraphWidget
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label
+from app.panes.base import Pane, empty_label, muted_label
 from app.runner import describe
 from app.state import StudioState
-from core import Bank, Network, RecallResult
+from core import Network
+
+if TYPE_CHECKING:
+    from core import Bank, RecallResult
 
 CHANNELS = ("semantic", "lexical", "graph", "temporal")
 CHANNEL_TITLES = {
@@ -593,7 +596,7 @@ class RecallDebuggerPane(Pane):
         bv.addWidget(self.splitter, 1)
         bv.addWidget(budget_frame)
 
-        self.no_bank = empty_label(NO_BANK)
+        self.no_bank = self.no_bank_label(empty_label())
         self.empty = empty_label(EMPTY)
         self.stack = QStackedWidget()
         for widget in (self.no_bank, self.empty, body):

@@ -15,7 +15,7 @@ import difflib
 import html
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -42,19 +42,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label, read_only_table
+from app.panes.base import Pane, empty_label, muted_label, read_only_table
 from app.runner import describe
 from app.state import StudioState
 from core import (
-    Bank,
-    BankProfile,
-    Change,
-    Comparison,
     Disposition,
     Kind,
-    Reflection,
     system_prompt,
 )
+
+if TYPE_CHECKING:
+    from core import (
+        Bank,
+        BankProfile,
+        Change,
+        Comparison,
+        Reflection,
+    )
 
 # (attribute, left end, right end)
 TRAITS = (
@@ -470,7 +474,7 @@ class ReflectPane(Pane):
         self.splitter.setStretchFactor(1, 5)
         self.splitter.setSizes([420, 1000])
 
-        self.no_bank = empty_label(NO_BANK)
+        self.no_bank = self.no_bank_label(empty_label())
         self.stack = QStackedWidget()
         self.stack.addWidget(self.no_bank)
         self.stack.addWidget(self.splitter)

@@ -4,7 +4,7 @@ bank's profile and retain/recall parameters, each shown beside its default."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QFont
@@ -32,13 +32,17 @@ from app.panes.base import Pane, muted_label
 from app.state import StudioState
 from core import (
     CONFIG_DEFAULTS,
-    Bank,
-    BankProfile,
-    Change,
     Kind,
     LanguageModel,
     LlmSettings,
 )
+
+if TYPE_CHECKING:
+    from core import (
+        Bank,
+        BankProfile,
+        Change,
+    )
 
 PARAM_HELP = {
     "retain.opinion_alpha": "How far one piece of evidence moves an opinion's confidence (α).",

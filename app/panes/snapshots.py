@@ -8,7 +8,7 @@ value next to the other's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -28,7 +28,10 @@ from PySide6.QtWidgets import (
 
 from app.panes.base import Pane, muted_label
 from app.state import StudioState
-from core import Bank, Change, Kind, Manifest, SnapshotDiff, diff_snapshots
+from core import Bank, Change, Kind, diff_snapshots
+
+if TYPE_CHECKING:
+    from core import Manifest, SnapshotDiff
 
 FILTER = "Engram snapshots (*.engram);;All files (*)"
 LIVE = "the live bank"

@@ -13,6 +13,7 @@ import html
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -36,10 +37,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import NO_BANK, Pane, empty_label, muted_label, read_only_table
+from app.panes.base import Pane, empty_label, muted_label, read_only_table
 from app.runner import describe
 from app.state import StudioState
-from core import Bank, Change, Kind, Unit
+from core import Kind
+
+if TYPE_CHECKING:
+    from core import Bank, Change, Unit
 
 # (symbol, colour, what it means) per event relation.
 MARKERS = {
@@ -405,7 +409,7 @@ class TimelinesPane(Pane):
         bl.addLayout(filters)
         bl.addWidget(self.splitter, 1)
         self.body = body
-        self.no_bank = empty_label(NO_BANK)
+        self.no_bank = self.no_bank_label(empty_label())
         self.empty = empty_label(EMPTY)
         self.stack = QStackedWidget()
         for widget in (self.no_bank, self.empty, body):

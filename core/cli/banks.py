@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from core.cli.output import count_arg, print_json, short_time
+from core.cli.output import count_arg, print_json, progress_printer, short_time
 from core.engine import Engine
 from core.store.order import ORDER_COLUMNS
-from core.types import Network
+from core.types import Kind, Network
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,6 +71,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     repair = sub.add_parser("repair", help="re-derive the indexes where they disagree")
     repair.add_argument("bank")
     repair.add_argument("--rebuild", action="store_true", help="rebuild both indexes entirely")
+    repair.add_argument(
+        "--re-embed",
+        action="store_true",
+        help="a bank recorded with another embedding model: embed every unit again with this one",
+    )
     repair.set_defaults(handler=repair_bank)
 
 
@@ -158,6 +163,12 @@ def verify_bank(args, engine: Engine) -> int:
 
 
 def repair_bank(args, engine: Engine) -> int:
+    if args.re_embed:
+        change = engine.reembed_bank(args.bank, progress_printer("re-embedding"))
+        if change.empty:
+            print(f"{args.bank!r} already uses {engine.embedder.name}: nothing to re-embed")
+        else:
+            print(f"re-embedded {len(change.ids(Kind.UNIT))} units with {engine.embedder.name}")
     bank = engine.open_bank(args.bank)
     if args.rebuild:
         bank.store.rebuild_indexes()

@@ -56,7 +56,11 @@ def run_action(
         derived_ids = derived_candidates(tx.con, scope.units, pairs)
         if derived_ids:
             # Reconcile flips statuses and may drop an observation's source rows.
-            tables = scope.tables and scope.tables | {"units", "observation_sources"}
+            tables = scope.tables and scope.tables | {
+                "units",
+                "observation_sources",
+                "opinion_events",
+            }
             scope = replace(
                 scope,
                 units=scope.units | derived_ids,
@@ -68,8 +72,14 @@ def run_action(
         if not back and not forward:
             return Change()
         moved = touched_units(back, forward) | mention_units(back, forward)
-        derived = reconcile(tx.con, moved, rewritten=rewritten_units(forward), pairs_before=pairs)
-        if derived.units:
+        derived = reconcile(
+            tx.con,
+            moved,
+            rewritten=rewritten_units(forward),
+            pairs_before=pairs,
+            revise=True,
+        )
+        if derived.wrote:
             back, forward = diff(tx.con, before, capture(tx.con, scope))
         record(
             tx.con,

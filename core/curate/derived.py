@@ -13,7 +13,12 @@ transaction as the action,
   a stale observation whose sources are all back (restore, unhide) is active
   again at once;
 - an active opinion whose `formed` evidence is now gone or not active becomes
-  `stale`; a stale opinion whose evidence is active again comes back.
+  `stale`; a stale opinion whose evidence is active again comes back;
+- an opinion that a later step moved (reinforce, weaken, contradict) on evidence
+  now hidden or gone, or back again, has its confidence replayed from the steps
+  whose evidence is active, and a `revised` event in its history says why (a
+  retracted fact no longer props up a belief, and the timeline agrees with the
+  table).
 
 The flips are part of the action's audited delta (the candidates are in its
 captured scope), so undo restores them exactly; undo and redo call `reconcile`
@@ -30,23 +35,39 @@ from typing import Any
 import duckdb
 
 from core.curate.jobs import queue_observations
-from core.types import Change, Kind, UnitStatus
+from core.retain.opinions import FORMED, OpinionEvent, Relation, events_of, write_events
+from core.store.bank_store import utcnow
+from core.types import Change, Kind, UnitStatus, new_id
 
 ACTIVE, STALE = UnitStatus.ACTIVE.value, UnitStatus.STALE.value
-FORMED = "formed"
+# An opinion's confidence recomputed by curation: derived from its other events,
+# so a replay never starts from one.
+REVISED = "revised"
+STEPS = frozenset(r.value for r in Relation)  # assessments: each moved the confidence
 
 
 @dataclass
 class Derived:
-    """The derived units one reconcile flipped, and the jobs it queued."""
+    """The derived units one reconcile flipped or cut from their sources, and the
+    jobs it queued."""
 
     stale: list[str] = field(default_factory=list)
     revived: list[str] = field(default_factory=list)
+    # Observations that lost their source rows (broken); one may already have
+    # been stale (its entity retracted), so it is in neither list above.
+    unsourced: list[str] = field(default_factory=list)
+    # Opinions whose confidence was replayed (a `revised` event each).
+    revised: list[str] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
 
     @property
     def units(self) -> list[str]:
-        return sorted({*self.stale, *self.revived})
+        return sorted({*self.stale, *self.revived, *self.revised})
+
+    @property
+    def wrote(self) -> bool:
+        """Whether reconcile changed any row (the action's delta must be read again)."""
+        return bool(self.units or self.unsourced)
 
     def change(self) -> Change:
         return Change.of(
@@ -77,14 +98,13 @@ def derived_candidates(
     con: duckdb.DuckDBPyConnection, unit_ids: Iterable[str], pairs: Pairs
 ) -> set[str]:
     """Units that may be derived from `unit_ids`: the observations built from them
-    (`pairs`) and the opinions formed on them as evidence."""
+    (`pairs`) and the opinions formed or moved on them as evidence."""
     ids = sorted(set(unit_ids))
     if not ids:
         return set()
     opinions = con.execute(
-        "SELECT DISTINCT opinion_id FROM opinion_events WHERE relation = ?"
-        " AND evidence_id IN (SELECT unnest(?))",
-        [FORMED, ids],
+        "SELECT DISTINCT opinion_id FROM opinion_events WHERE evidence_id IN (SELECT unnest(?))",
+        [ids],
     ).fetchall()
     return {p[0] for p in pairs} | {r[0] for r in opinions}
 
@@ -95,8 +115,12 @@ def reconcile(
     *,
     rewritten: Iterable[str] = (),
     pairs_before: Pairs = frozenset(),
+    revise: bool = False,
 ) -> Derived:
-    """Hide, remove or bring back what was derived from the `affected` units; see the module."""
+    """Hide, remove or bring back what was derived from the `affected` units; see the module.
+
+    `revise` replays the opinions moved on them; undo and redo do not: the delta
+    they apply already holds those revisions."""
     affected = set(affected)
     out = Derived()
     if not affected:
@@ -116,7 +140,74 @@ def reconcile(
     _set_status(con, back, ACTIVE)
     out.stale += hide
     out.revived += back
+    if revise:
+        stepped = con.execute(
+            "SELECT DISTINCT opinion_id FROM opinion_events WHERE relation <> ?"
+            " AND evidence_id IN (SELECT unnest(?)) ORDER BY 1",
+            [FORMED, sorted(affected)],
+        ).fetchall()
+        out.revised += revise_opinions(con, [r[0] for r in stepped], "its evidence was curated")
     return out
+
+
+def revise_opinions(
+    con: duckdb.DuckDBPyConnection, opinion_ids: Iterable[str], why: str
+) -> list[str]:
+    """Replay each opinion's confidence over the steps whose evidence is active
+    (or that need none: formed, set by hand); where it differs from the stored
+    one, store it with a `revised` event giving `why`. Returns those opinions.
+
+    Each step moves the confidence by what it recorded (not by today's α), so
+    with every step kept the replay lands exactly on the stored value."""
+    revised: list[str] = []
+    events: list[OpinionEvent] = []
+    now = utcnow()
+    for opinion_id in opinion_ids:
+        row = con.execute("SELECT confidence FROM units WHERE id = ?", [opinion_id]).fetchone()
+        history = [e for e in events_of(con, opinion_id) if e.relation != REVISED]
+        evidence = sorted({e.evidence_id for e in history if e.evidence_id})
+        active = {
+            r[0]
+            for r in con.execute(
+                "SELECT id FROM units WHERE id IN (SELECT unnest(?)) AND status = ?",
+                [evidence, ACTIVE],
+            ).fetchall()
+        }
+        kept = [
+            e
+            for e in history
+            if e.relation == FORMED or not e.evidence_id or e.evidence_id in active
+        ]
+        if row is None or not kept:
+            continue
+        confidence = _replay(kept)
+        if row[0] is not None and abs(confidence - row[0]) <= 1e-9:
+            continue
+        left_out = len(history) - len(kept)
+        reason = (
+            f"{why}: replayed without {left_out} step(s) whose evidence is hidden or gone"
+            if left_out
+            else f"{why}: replayed with all its evidence back"
+        )
+        events.append(
+            OpinionEvent(new_id(), opinion_id, now, REVISED, row[0], confidence, None, reason)
+        )
+        con.execute("UPDATE units SET confidence = ? WHERE id = ?", [confidence, opinion_id])
+        revised.append(opinion_id)
+    write_events(con, events)
+    return revised
+
+
+def _replay(events: list[OpinionEvent]) -> float:
+    confidence: float | None = None
+    for e in events:
+        if confidence is None or e.relation not in STEPS or e.confidence_before is None:
+            confidence = float(e.confidence_after)  # a start: formed, set by hand
+        else:
+            step = float(e.confidence_after) - float(e.confidence_before)
+            confidence = min(max(confidence + step, 0.0), 1.0)
+    assert confidence is not None
+    return confidence
 
 
 def _set_status(con: duckdb.DuckDBPyConnection, ids: list[str], status: str) -> None:
@@ -163,6 +254,7 @@ def _observations(
         )
     _set_status(con, sorted(stale), STALE)
     _set_status(con, back, ACTIVE)
+    out.unsourced += sorted(broken)
     out.stale += sorted(stale)
     out.revived += back
     out.jobs += queue_observations(con, [*broken.values(), *stale.values()])

@@ -23,17 +23,14 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from core.curate.action import Outcome, delete_unit_rows, entities_of, run_action
+from core.curate.derived import revise_opinions
 from core.curate.jobs import drop_jobs
 from core.curate.retract import PreviewFact, preview_facts
 from core.curate.rows import Scope
-from core.retain.opinions import OpinionEvent, events_of, write_events
-from core.store.bank_store import utcnow
-from core.types import Change, EngramError, new_id
+from core.types import Change, EngramError
 
 if TYPE_CHECKING:
     from core.bank import Bank
-
-REVISED = "revised"
 
 
 @dataclass(frozen=True)
@@ -152,11 +149,8 @@ def document_preview(bank: Bank, document_id: str) -> DocumentPreview:
 
 def delete_document(bank: Bank, document_id: str, *, actor: str = "user") -> Change:
     """Delete a document and everything derived only from it; audited, undoable."""
-    from core.reflect.history import replay
-
     con = bank.store.reader()
     plan = _plan(con, document_id)
-    alpha = float(bank.config["retain.opinion_alpha"])
     gone = [*plan.units, *plan.orphan_observations]
 
     def body(tx) -> Outcome:
@@ -165,34 +159,9 @@ def delete_document(bank: Bank, document_id: str, *, actor: str = "user") -> Cha
         c.execute(
             "DELETE FROM opinion_events WHERE evidence_id IN (SELECT unnest(?))", [plan.units]
         )
-        now = utcnow()
-        revisions = []
-        for opinion_id in plan.revised:
-            current = c.execute(
-                "SELECT confidence FROM units WHERE id = ?", [opinion_id]
-            ).fetchone()
-            left = events_of(c, opinion_id)
-            if current is None or not left:
-                continue
-            confidence = replay(left, alpha)[-1]
-            if current[0] is None or abs(confidence - current[0]) > 1e-9:
-                revisions.append(
-                    OpinionEvent(
-                        new_id(),
-                        opinion_id,
-                        now,
-                        REVISED,
-                        current[0],
-                        confidence,
-                        None,
-                        f"evidence removed with document {plan.title!r}",
-                    )
-                )
-                c.execute(
-                    "UPDATE units SET confidence = ?, updated_at = ? WHERE id = ?",
-                    [confidence, now, opinion_id],
-                )
-        write_events(c, revisions)
+        revisions = revise_opinions(
+            c, plan.revised, f"evidence removed with document {plan.title!r}"
+        )
         if plan.orphans:
             c.execute("DELETE FROM mentions WHERE entity_id IN (SELECT unnest(?))", [plan.orphans])
             c.execute("DELETE FROM links WHERE entity_id IN (SELECT unnest(?))", [plan.orphans])

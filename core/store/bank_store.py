@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
+import numpy as np
 
 from core.store.failures import NEXT_OPEN, is_storage_failure, storage_error
 from core.store.lexical import LexicalIndex
@@ -96,7 +97,17 @@ class Tx:
 
 
 class BankStore:
-    def __init__(self, folder: Path, name: str, embedding_model: str, dim: int) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        name: str,
+        embedding_model: str,
+        dim: int,
+        *,
+        adopt_stored_embedding: bool = False,
+    ) -> None:
+        """Open (and lock) a bank's stores. A bank recorded with another embedding model
+        is refused, unless `adopt_stored_embedding` (to re-embed it: `replace_embedding`)."""
         self.folder = folder
         self.name = name
         self._lock = BankLock(folder, name)
@@ -112,7 +123,9 @@ class BankStore:
             remove_orphans(folder)
             self._db = duckdb.connect(str(folder / DB_NAME))
             migrate(self._db)
-            self.embedding_model, self.dim = self._check_embedding(embedding_model, dim)
+            self.embedding_model, self.dim = self._check_embedding(
+                embedding_model, dim, adopt=adopt_stored_embedding
+            )
             self.vectors = VectorIndex(folder / VECTORS_DIR, self.dim)
             self.lexical = LexicalIndex(folder / BM25_DIR)
             self.recover()
@@ -171,19 +184,42 @@ class BankStore:
     def set_meta(self, con: duckdb.DuckDBPyConnection, key: str, value) -> None:
         con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, json.dumps(value)])
 
-    def _check_embedding(self, model: str, dim: int) -> tuple[str, int]:
+    def _check_embedding(self, model: str, dim: int, adopt: bool = False) -> tuple[str, int]:
         stored = self.meta("embedding")
         if stored is None:
             with self._db.cursor() as con:
                 self.set_meta(con, "embedding", {"model": model, "dim": dim})
             return model, dim
-        if stored["model"] != model or int(stored["dim"]) != dim:
+        if (stored["model"] != model or int(stored["dim"]) != dim) and not adopt:
             raise EmbeddingMismatchError(
                 f"bank {self.name!r} was embedded with {stored['model']} "
                 f"({stored['dim']}-d); this engine uses {model} ({dim}-d). "
-                "Open it with the same model, or re-embed it (engram repair --re-embed)."
+                f"Open it with the same model, or re-embed it: engram repair {self.name!r} --re-embed"
             )
         return stored["model"], int(stored["dim"])
+
+    def replace_embedding(self, model: str, dim: int, ids: list[str], vectors: np.ndarray) -> None:
+        """Give every unit its vector from `model` in one transaction (all or nothing),
+        record the model, and rebuild the vector index at the new dimension."""
+        import pyarrow as pa
+
+        fresh = pa.table(
+            {
+                "id": pa.array(ids, pa.string()),
+                "vector": pa.array(list(vectors.astype(np.float32)), pa.list_(pa.float32())),
+            }
+        )
+        with self.transaction() as tx:
+            tx.con.register("fresh_vectors", fresh)
+            tx.con.execute(
+                "UPDATE units SET vector = f.vector, embedding_model = ? "
+                "FROM fresh_vectors AS f WHERE units.id = f.id",
+                [model],
+            )
+            tx.con.unregister("fresh_vectors")
+            self.set_meta(tx.con, "embedding", {"model": model, "dim": dim})
+        self.embedding_model, self.dim = model, dim
+        self.rebuild_indexes()
 
     # -- indexes -------------------------------------------------------------
 

@@ -138,3 +138,16 @@ def test_ids_for_rows_reads_pages_that_are_not_cached(qtbot, runner, engine):
     ids = model.ids_for_rows(rows)()
     expected = [u.id for u in bank.units(Network.WORLD, offset=0, limit=None)]
     assert ids == [expected[r] for r in rows]
+
+
+def test_a_page_that_arrives_before_the_count_names_no_row_yet(qtbot, runner, small_bank):
+    """The page and the count are read in parallel: a row exists once it is counted,
+    not before (a view or a caller given its unit could not select that row)."""
+    model = UnitTableModel(runner, Network.WORLD)
+    model.set_bank(small_bank)
+    # The page's read comes back first (the count's is still running).
+    model._page_loaded(model._gen, 0, small_bank.units(Network.WORLD, limit=PAGE_SIZE))
+    assert model.rowCount() == 0 and model.unit_at(0) is None
+    qtbot.waitUntil(lambda: model.rowCount() == 60)
+    assert model.unit_at(0) is not None and model.unit_at(60) is None
+    wait_idle(qtbot, runner)
