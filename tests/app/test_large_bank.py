@@ -20,8 +20,7 @@ UNITS = 100_000
 # 8-d (the store and its vector index cost ~3x less than at the model's 384).
 EMBEDDER = HashEmbedder(name="tests/hash-8d", dim=8)
 
-# Both tests on one xdist worker, so the session fixture is built once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("large_bank")]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="session")
