@@ -229,7 +229,7 @@ def run_mode(
                                 "found": sorted(got),
                             }
                         )
-                        latency[name].append(result.trace["timings_ms"]["total"])
+                        latency[name].append(result.trace.to_dict()["timings_ms"]["total"])
             bank.close()
     table = {}
     for (name, budget), by_cat in scores.items():

@@ -276,14 +276,14 @@ def recall_times(bank, queries: list[str], budget: int) -> dict[str, list[float]
         t0 = time.perf_counter()
         result = bank.recall(q, budget_tokens=budget, count_access=False)
         stages.setdefault("end_to_end", []).append((time.perf_counter() - t0) * 1000)
-        for stage, ms in result.trace["timings_ms"].items():
+        for stage, ms in result.trace.to_dict()["timings_ms"].items():
             stages.setdefault(stage, []).append(ms)
     return stages
 
 
 def measure(bank, vectors: np.ndarray, queries: list[str], budget: int) -> dict:
     first = bank.recall(queries[0], budget_tokens=budget, count_access=False)
-    links = first.trace["channels"]["graph"].get("links", {})
+    links = first.trace.to_dict()["channels"]["graph"].get("links", {})
     for q in queries[1:4]:  # warm caches and the thread pool
         bank.recall(q, budget_tokens=budget, count_access=False)
     by_condition = {}

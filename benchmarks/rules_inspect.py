@@ -7,6 +7,10 @@ confidence moved (with the evidence that moved them).
 
     .venv/bin/python benchmarks/rules_inspect.py [--conversations conv-26 …] [--bank]
         [--show N]   # print N sample facts per conversation
+        [--home DIR] # read the rules banks recall_quality.py kept there ({id}-rules),
+                     # ingesting those missing (opinions only; no observation jobs run)
+        [--moves N]  # print N opinion moves drawn at random over all conversations
+                     # (default: every move), for a person to judge
 
 Printed: facts per turn, median fact tokens (the embedder's tokenizer) against
 verbatim's, facts per network, questions stored as opinions (must be 0).
@@ -76,7 +80,18 @@ def extraction_stats(document, embedder, show: int) -> dict:
     }
 
 
-def bank_stats(document, engine) -> None:
+def bank_stats(document, engine, *, kept: bool = False) -> list[dict]:
+    """Print what the bank holds; returns its opinion moves (one dict each)."""
+    if kept:
+        name = f"{document.title}-rules"
+        if name in {b.name for b in engine.banks()}:
+            bank = engine.open_bank(name)
+        else:
+            bank = engine.create_bank(name)
+            bank.ingest(document, mode="rules")
+        moves = opinion_moves(bank, document.title)
+        bank.close()
+        return moves
     bank = engine.create_bank(document.title)
     bank.ingest(document, mode="rules")
     bank.process_jobs()
@@ -100,21 +115,47 @@ def bank_stats(document, engine) -> None:
             key=lambda u: len(u.text),
         )
         print(f"  longest: {longest.text[:600]}")
+    moves = opinion_moves(bank, document.title)
+    bank.close()
+    return moves
+
+
+def opinion_moves(bank, title: str) -> list[dict]:
+    """Count the opinions that moved; returns every move with its evidence."""
     opinions = bank.opinions()
     moved = [c for c in bank.opinions_changed() if any(e.relation != "formed" for e in c.events)]
-    print(f"  opinions {len(opinions)}, moved {len(moved)}")
+    moves = []
     for change in moved:
-        opinion = change.opinion
-        print(f"    OPINION {opinion.text}  (now {opinion.confidence:.2f})")
         for event in change.events:
             if event.relation == "formed":
                 continue
-            evidence = bank.unit(event.evidence_id).text if event.evidence_id else ""
-            print(
-                f"      {event.relation} {event.confidence_before:.2f}->"
-                f"{event.confidence_after:.2f} by: {evidence}"
+            moves.append(
+                {
+                    "conversation": title,
+                    "opinion": change.opinion.text,
+                    "relation": event.relation,
+                    "before": event.confidence_before,
+                    "after": event.confidence_after,
+                    "reason": event.reason,
+                    "evidence": bank.unit(event.evidence_id).text if event.evidence_id else "",
+                }
             )
-    bank.close()
+    by_relation = Counter(m["relation"] for m in moves)
+    print(
+        f"  {title}: opinions {len(opinions)}, moved {len(moved)} "
+        f"({len(moves)} steps: {dict(by_relation)})"
+    )
+    return moves
+
+
+def print_moves(moves: list[dict], n: int | None) -> None:
+    sample = moves if n is None else random.Random(0).sample(moves, min(n, len(moves)))
+    for i, move in enumerate(sample, 1):
+        print(
+            f"[{i}] {move['conversation']} {move['relation']} "
+            f"{move['before']:.2f}->{move['after']:.2f} ({move['reason']})\n"
+            f"    OPINION  {move['opinion']}\n    EVIDENCE {move['evidence']}"
+        )
 
 
 def main() -> int:
@@ -123,6 +164,8 @@ def main() -> int:
     parser.add_argument("--conversations", nargs="+")
     parser.add_argument("--bank", action="store_true", help="also ingest into a bank")
     parser.add_argument("--show", type=int, default=0)
+    parser.add_argument("--home", type=Path, help="read the rules banks kept here")
+    parser.add_argument("--moves", type=int, help="opinion moves to print (default all)")
     args = parser.parse_args()
     embedder = shared_embedder()
     documents = load_documents(args.data, "locomo")
@@ -141,16 +184,16 @@ def main() -> int:
         f"{statistics.median(all_tokens):.0f} (verbatim {statistics.median(all_verbatim):.0f}), "
         f"questions as opinions {totals['qo']}"
     )
-    if args.bank:
+    if args.bank or args.home:
         from core import Engine
 
-        with (
-            tempfile.TemporaryDirectory(prefix="rules-inspect-") as home,
-            Engine(home, embedder=embedder) as engine,
-        ):
-            for document in documents:
-                print(f"== {document.title} (bank)")
-                bank_stats(document, engine)
+        with tempfile.TemporaryDirectory(prefix="rules-inspect-") as tmp:
+            moves: list[dict] = []
+            with Engine(args.home or tmp, embedder=embedder) as engine:
+                for document in documents:
+                    print(f"== {document.title} (bank)")
+                    moves += bank_stats(document, engine, kept=args.home is not None)
+            print_moves(moves, args.moves)
     return 0
 
 

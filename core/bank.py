@@ -7,7 +7,6 @@ Every mutating method returns a `Change` naming what it touched, so callers
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,23 +14,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.config import DEFAULTS, bank_config, stored_config
+from core.handle import BankHandle, validated
 from core.progress import CancelToken, Progress, check, report
 from core.store.bank_store import BankStore, utcnow
 from core.store.units import (
     UnitFilter,
     count_units,
-    get_units,
     insert_units,
     select_units,
 )
-from core.text import has_surrogate
 from core.types import (
     UNSET,
     BankProfile,
     Change,
     Disposition,
     EngramError,
-    InvalidInputError,
     Kind,
     Network,
     NewUnit,
@@ -56,7 +53,6 @@ if TYPE_CHECKING:
     from core.types import Document, Entity, Link, Turn
 
 ADD_BATCH = 1000
-MAX_UNIT_CHARS = 20_000
 
 
 class Bank:
@@ -64,50 +60,22 @@ class Bank:
         self.engine = engine
         self.folder = folder
         self.store = store
+        # What the operations below are given: never this Bank, nor the Engine.
+        self.handle = BankHandle(folder, store, lambda: engine.embedder, engine.language_model)
 
     # -- identity and profile -----------------------------------------------
 
     @property
     def name(self) -> str:
-        return self.engine.bank_name(self.folder)
+        return self.handle.name
 
     def profile(self) -> BankProfile:
-        return self._read_profile()[0]
+        return self.handle.profile()
 
     def profile_warnings(self) -> list[str]:
         """What the stored profile holds that this version cannot use (an unknown
         setting, a damaged value): ignored when read, dropped when saved again."""
-        return self._read_profile()[1]
-
-    def _read_profile(self) -> tuple[BankProfile, list[str]]:
-        stored, warnings = self._stored_profile()
-        config, config_warnings = stored_config(stored.get("config"))
-        warnings += config_warnings
-        try:
-            disposition = Disposition.from_dict(stored.get("disposition") or {})
-        except (TypeError, ValueError, AttributeError):
-            disposition = Disposition()
-            warnings.append("the stored disposition is damaged; the default is used")
-        text = {}
-        for key in ("background", "agent_name"):
-            value = stored.get(key, "")
-            text[key] = value if isinstance(value, str) else ""
-            if not isinstance(value, str):
-                warnings.append(f"the stored {key} is not text; it is ignored")
-        profile = BankProfile(
-            name=self.name,
-            background=text["background"],
-            agent_name=text["agent_name"],
-            disposition=disposition,
-            config=config,
-        )
-        return profile, warnings
-
-    def _stored_profile(self) -> tuple[dict, list[str]]:
-        stored = self.store.meta("profile", {})
-        if isinstance(stored, dict):
-            return dict(stored), []
-        return {}, [f"the stored profile is not a table ({type(stored).__name__}); it is ignored"]
+        return self.handle.read_profile()[1]
 
     def set_profile(
         self,
@@ -117,7 +85,7 @@ class Bank:
         disposition: Disposition | None = None,
         config: dict[str, Any] | None = None,
     ) -> Change:
-        stored, _ = self._stored_profile()
+        stored, _ = self.handle.stored_profile()
         if background is not None:
             stored["background"] = background
         if agent_name is not None:
@@ -142,7 +110,7 @@ class Bank:
 
     @property
     def config(self) -> dict[str, Any]:
-        return dict(self.profile().config)
+        return self.handle.config
 
     # -- units ---------------------------------------------------------------
 
@@ -156,12 +124,12 @@ class Bank:
 
         Units without a vector are embedded. A cancel stops before the next
         batch: batches already added stay (each is complete on its own)."""
-        units = [self._validated(u).with_id() for u in units]
+        units = [validated(u).with_id() for u in units]
         added: list[str] = []
         for start in range(0, len(units), ADD_BATCH):
             check(cancel)
             batch = units[start : start + ADD_BATCH]
-            vectors = self.vectors_for(batch)
+            vectors = self.handle.vectors_for(batch)
             with self.store.transaction() as tx:
                 ids = insert_units(tx.con, batch, vectors, self.store.embedding_model, utcnow())
                 tx.touch(ids)
@@ -171,42 +139,10 @@ class Bank:
 
     def vectors_for(self, units: Sequence[NewUnit]) -> np.ndarray:
         """The vectors of `units`: given ones as they are, the rest embedded in one batch."""
-        vectors = np.zeros((len(units), self.store.dim), dtype=np.float32)
-        missing = [i for i, u in enumerate(units) if u.vector is None]
-        for i, u in enumerate(units):
-            if u.vector is not None:
-                if len(u.vector) != self.store.dim:
-                    raise InvalidInputError(
-                        f"unit vector has {len(u.vector)} dimensions; this bank uses {self.store.dim}"
-                    )
-                vectors[i] = u.vector
-        if missing:
-            vectors[missing] = self.engine.embedder.embed([units[i].text for i in missing])
-        return vectors
-
-    @staticmethod
-    def _validated(unit: NewUnit) -> NewUnit:
-        # NUL is no text: dropped (as every importer refuses it in a file).
-        text = unit.text.replace("\x00", "").strip() if isinstance(unit.text, str) else ""
-        if not text:
-            raise InvalidInputError("a unit needs non-empty text")
-        if has_surrogate(text):
-            raise InvalidInputError(
-                "a unit's text cannot hold lone UTF-16 surrogates (like \\ud800): not text"
-            )
-        if len(text) > MAX_UNIT_CHARS:
-            raise InvalidInputError(
-                f"a unit's text is limited to {MAX_UNIT_CHARS} characters (got {len(text)})"
-            )
-        if unit.confidence is not None and not 0.0 <= unit.confidence <= 1.0:
-            raise InvalidInputError(f"confidence must be in [0, 1], got {unit.confidence}")
-        return replace(unit, text=text, network=Network(unit.network))
+        return self.handle.vectors_for(units)
 
     def unit(self, unit_id: str) -> Unit:
-        found = get_units(self.store.reader(), [unit_id])
-        if unit_id not in found:
-            raise EngramError(f"no unit {unit_id!r} in bank {self.name!r}")
-        return found[unit_id]
+        return self.handle.unit(unit_id)
 
     def units(
         self,
@@ -245,7 +181,7 @@ class Bank:
         from core.curate.units import edit_unit
 
         return edit_unit(
-            self,
+            self.handle,
             unit_id,
             text=text,
             network=network,
@@ -260,7 +196,7 @@ class Bank:
         """Delete units with their mentions, links and opinion events. Audited, undoable."""
         from core.curate.units import delete_units
 
-        return delete_units(self, unit_ids, actor=actor)
+        return delete_units(self.handle, unit_ids, actor=actor)
 
     def add_memory(
         self,
@@ -278,7 +214,7 @@ class Bank:
         from core.curate.memories import add_memory
 
         return add_memory(
-            self,
+            self.handle,
             text,
             network=network,
             occurred_start=occurred_start,
@@ -293,12 +229,12 @@ class Bank:
         them (what was derived from them follows); audited, undoable."""
         from core.curate.memories import set_hidden
 
-        return set_hidden(self, unit_ids, True, actor=actor)
+        return set_hidden(self.handle, unit_ids, True, actor=actor)
 
     def unhide_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
         from core.curate.memories import set_hidden
 
-        return set_hidden(self, unit_ids, False, actor=actor)
+        return set_hidden(self.handle, unit_ids, False, actor=actor)
 
     # -- retain (core/retain) ------------------------------------------------
 
@@ -320,7 +256,7 @@ class Bank:
         queued (run `process_jobs`). See `core.retain.pipeline`."""
         from core.retain.pipeline import ingest
 
-        return ingest(self, source, format, mode, force, progress, cancel, llm)
+        return ingest(self.handle, source, format, mode, force, progress, cancel, llm)
 
     def process_jobs(
         self,
@@ -332,7 +268,7 @@ class Bank:
         """Regenerate the observations queued by retain (see core.retain.observations)."""
         from core.retain.observations import process_jobs
 
-        return process_jobs(self, llm, limit, progress, cancel)
+        return process_jobs(self.handle, llm, limit, progress, cancel)
 
     def pending_jobs(self) -> int:
         from core.retain.observations import pending_jobs
@@ -348,7 +284,7 @@ class Bank:
         """What `delete_document` would remove (each unit listed) and change."""
         from core.curate.documents import document_preview
 
-        return document_preview(self, document_id)
+        return document_preview(self.handle, document_id)
 
     def delete_document(self, document_id: str, *, actor: str = "user") -> Change:
         """Delete an ingested document with everything derived only from it: its
@@ -357,7 +293,7 @@ class Bank:
         mentioned; observations that quoted it are rebuilt. Audited, undoable."""
         from core.curate.documents import delete_document
 
-        return delete_document(self, document_id, actor=actor)
+        return delete_document(self.handle, document_id, actor=actor)
 
     def reingest_document(
         self,
@@ -409,11 +345,26 @@ class Bank:
             raise EngramError(f"no entity {entity_id!r} in bank {self.name!r}")
         return found
 
+    def resolve_entity(self, ref: str) -> str:
+        """An entity id from an id, a name or an alias (case-insensitive); none, or
+        several equally named, is an EngramError."""
+        from core.retain.entities import resolve_entity
+
+        return resolve_entity(self.store.reader(), ref, self.name)
+
     def entity_decisions(self, entity_id: str | None = None) -> list[EntityDecision]:
         """How surfaces were resolved to entities, with their scores."""
         from core.retain.entities import list_decisions
 
         return list_decisions(self.store.reader(), entity_id)
+
+    def entity_specificity(self) -> dict[str, float]:
+        """How specific each mentioned entity is: 1 when one unit mentions it,
+        towards 0 as nearly every unit does (an IDF). Recall's spreading weighs
+        an entity link by it (`recall.entity_fan`); the studio draws by it."""
+        from core.recall.linkgraph import entity_specificity
+
+        return entity_specificity(self.store.reader())
 
     def links(self, unit_id: str, kinds: Sequence[str] | None = None) -> list[Link]:
         """Links leaving a unit (each link is stored in both directions)."""
@@ -452,16 +403,8 @@ class Bank:
         `access_count` and `last_accessed_at`. Callers that only inspect recall
         (the studio's recall debugger, benchmarks) pass False."""
         from core.recall.pipeline import recall
-        from core.store.units import record_access
 
-        count_access = bool(options.pop("count_access", True))
-        result = recall(self, query, budget_tokens, networks, now, level, **options)
-        if count_access:
-            ids = [i.unit_id for i in (*result.items, *result.observations)]
-            if ids:
-                with self.store.transaction() as tx:
-                    record_access(tx.con, ids, utcnow())
-        return result
+        return recall(self.handle, query, budget_tokens, networks, now, level, **options)
 
     def time_span(
         self, network: Network | str | None = None
@@ -498,7 +441,7 @@ class Bank:
         See `core.reflect.reflect.reflect`."""
         from core.reflect.reflect import reflect
 
-        return reflect(self, query, disposition, budget_tokens, commit, llm, now=now)
+        return reflect(self.handle, query, disposition, budget_tokens, commit, llm, now=now)
 
     def compare(
         self,
@@ -513,27 +456,27 @@ class Bank:
         commits nothing."""
         from core.reflect.reflect import compare
 
-        return compare(self, query, dispositions, budget_tokens, llm, now=now)
+        return compare(self.handle, query, dispositions, budget_tokens, llm, now=now)
 
     def commit_reflection(self, reflection: Reflection, *, apply_opinions: bool = True) -> Change:
         """Keep a reflection (from `compare` or `reflect(commit=False)`) and apply
         exactly its opinions."""
         from core.reflect.reflect import commit_reflection
 
-        return commit_reflection(self, reflection, apply_opinions=apply_opinions)
+        return commit_reflection(self.handle, reflection, apply_opinions=apply_opinions)
 
     def reflections(
         self, *, limit: int | None = 100, offset: int = 0, opinion_id: str | None = None
     ) -> list[Reflection]:
         """Kept reflections, newest first (with `opinion_id`: those that touched it)."""
-        from core.reflect.store import list_reflections
+        from core.reflect.keeping import list_reflections
 
-        return list_reflections(self, limit=limit, offset=offset, opinion_id=opinion_id)
+        return list_reflections(self.handle, limit=limit, offset=offset, opinion_id=opinion_id)
 
     def reflection(self, reflection_id: str) -> Reflection:
-        from core.reflect.store import get_reflection
+        from core.reflect.keeping import get_reflection
 
-        return get_reflection(self, reflection_id)
+        return get_reflection(self.handle, reflection_id)
 
     def opinions(
         self,
@@ -545,19 +488,19 @@ class Bank:
         """Active opinions, most confident first; with `entity`, those about it."""
         from core.reflect.history import opinions
 
-        return opinions(self, entity, min_confidence=min_confidence, limit=limit)
+        return opinions(self.handle, entity, min_confidence=min_confidence, limit=limit)
 
     def opinion_history(self, opinion_id: str) -> OpinionTrajectory:
         """An opinion's trajectory: each event with its evidence, reason and past texts."""
         from core.reflect.history import trajectory
 
-        return trajectory(self, opinion_id)
+        return trajectory(self.handle, opinion_id)
 
     def opinion_confidence_at(self, opinion_id: str, when: datetime) -> float | None:
         """An opinion's confidence at a past time, replayed from its events."""
         from core.reflect.history import confidence_at
 
-        return confidence_at(self, opinion_id, when)
+        return confidence_at(self.handle, opinion_id, when)
 
     def opinions_changed(
         self, start: datetime | None = None, end: datetime | None = None
@@ -565,7 +508,7 @@ class Bank:
         """Opinions with events in [start, end), each with those events."""
         from core.reflect.history import changed_between
 
-        return changed_between(self, start, end)
+        return changed_between(self.handle, start, end)
 
     # -- curation (core/curate) ----------------------------------------------
 
@@ -575,14 +518,14 @@ class Bank:
         """Rename an entity; the old name stays an alias unless keep_alias=False."""
         from core.curate.entities import rename_entity
 
-        return rename_entity(self, entity_id, name, keep_alias=keep_alias, actor=actor)
+        return rename_entity(self.handle, entity_id, name, keep_alias=keep_alias, actor=actor)
 
     def merge_entities(self, source_id: str, target_id: str, *, actor: str = "user") -> Change:
         """Merge `source_id` into `target_id`: mentions, links, opinions and
         observations follow; the source's name becomes an alias of the target."""
         from core.curate.entities import merge_entities
 
-        return merge_entities(self, source_id, target_id, actor=actor)
+        return merge_entities(self.handle, source_id, target_id, actor=actor)
 
     def split_entity(
         self,
@@ -597,26 +540,26 @@ class Bank:
         `change.added[Kind.ENTITY]`)."""
         from core.curate.entities import split_entity
 
-        return split_entity(self, entity_id, unit_ids, name, type=type, actor=actor)
+        return split_entity(self.handle, entity_id, unit_ids, name, type=type, actor=actor)
 
     def retract_preview(self, entity_id: str) -> RetractPreview:
         """How many units, opinions, observations, links and source turns an
         entity's retract (or purge) touches."""
         from core.curate.retract import retract_preview
 
-        return retract_preview(self, entity_id)
+        return retract_preview(self.handle, entity_id)
 
     def retract_entity(self, entity_id: str, *, actor: str = "user") -> Change:
         """Hide the entity and every unit derived from it from recall, reflect and
         the default views; reversible (restore_entity, undo)."""
         from core.curate.retract import retract_entity
 
-        return retract_entity(self, entity_id, actor=actor)
+        return retract_entity(self.handle, entity_id, actor=actor)
 
     def restore_entity(self, entity_id: str, *, actor: str = "user") -> Change:
         from core.curate.retract import restore_entity
 
-        return restore_entity(self, entity_id, actor=actor)
+        return restore_entity(self.handle, entity_id, actor=actor)
 
     def purge_entity(
         self,
@@ -632,18 +575,18 @@ class Bank:
         and keep it (see `exports`). THIS CANNOT BE UNDONE: confirm=True."""
         from core.curate.purge import purge_entity
 
-        return purge_entity(self, entity_id, confirm=confirm, actor=actor, progress=progress)
+        return purge_entity(self.handle, entity_id, confirm=confirm, actor=actor, progress=progress)
 
     def undo(self, *, actor: str = "user") -> Change:
         """Take back the latest curation action (not a purge); EngramError if none."""
         from core.curate.undo import undo
 
-        return undo(self, actor=actor)
+        return undo(self.handle, actor=actor)
 
     def redo(self, *, actor: str = "user") -> Change:
         from core.curate.undo import redo
 
-        return redo(self, actor=actor)
+        return redo(self.handle, actor=actor)
 
     def audit(
         self,
@@ -679,21 +622,26 @@ class Bank:
         manifest), streamed; returns the manifest. Import with Engine.import_snapshot."""
         from core.snapshot.export import export_snapshot
 
-        return export_snapshot(self, path, progress, cancel)
+        return export_snapshot(self.handle, path, progress, cancel)
 
     def exports(self) -> list:
         """Every file this bank was exported to (`ExportRecord`: path, time, units,
         whether it still exists). A purge cannot reach them: they are outside the bank."""
         from core.snapshot.export import known_exports
 
-        return known_exports(self)
+        return known_exports(self.handle)
 
     # -- integrity -----------------------------------------------------------
 
     def verify(self) -> VerifyReport:
         return self.store.verify()
 
-    def repair(self) -> VerifyReport:
+    def repair(self, *, rebuild: bool = False) -> VerifyReport:
+        """Re-derive the indexes where they disagree with DuckDB; with `rebuild`,
+        rebuild both indexes from scratch first (no old version or stale segment
+        survives)."""
+        if rebuild:
+            self.store.rebuild_indexes()
         return self.store.repair()
 
     # -- lifecycle -----------------------------------------------------------

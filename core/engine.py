@@ -8,8 +8,6 @@ opens a database another process may hold.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
 import threading
@@ -22,7 +20,13 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
-from core.home import LABEL, default_home, labelled_folders
+from core.home import (
+    LABEL,
+    default_home,
+    labelled_folders,
+    validate_bank_name,
+    write_label,
+)
 from core.home import read_label as _read_label
 from core.settings import EngineSettings
 from core.types import (
@@ -30,7 +34,6 @@ from core.types import (
     BankNotFoundError,
     Change,
     EngramError,
-    InvalidInputError,
     Kind,
 )
 
@@ -45,7 +48,6 @@ if TYPE_CHECKING:
 # Beside the banks folder (not in it: it is no bank): held while a name is taken.
 NAMES_LOCK = "bank-names.lock"
 NAMES_LOCK_TIMEOUT = 30.0
-MAX_NAME = 100
 # The default embedding model's identity is known without loading it, so
 # opening a bank to list memories does not pay for loading the model.
 DEFAULT_EMBEDDING = ("sentence-transformers/all-MiniLM-L6-v2", 384)
@@ -62,19 +64,6 @@ def _slug(name: str) -> str:
     ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")
     return slug[:60] or "bank"
-
-
-def validate_bank_name(name: str) -> str:
-    if not isinstance(name, str):
-        raise InvalidInputError("a bank name must be text")
-    name = name.strip()
-    if not name:
-        raise InvalidInputError("a bank name cannot be empty")
-    if len(name) > MAX_NAME:
-        raise InvalidInputError(f"a bank name is at most {MAX_NAME} characters")
-    if any(unicodedata.category(c).startswith("C") for c in name):
-        raise InvalidInputError("a bank name cannot contain control characters")
-    return name
 
 
 class Engine:
@@ -107,7 +96,8 @@ class Engine:
         Refuses unsafe or inconsistent files with an EngramError, changing nothing."""
         from core.snapshot.importer import import_snapshot
 
-        return import_snapshot(self, path, name, replace, progress, cancel)
+        folder, name = import_snapshot(self, path, name, replace, progress, cancel)
+        return self._open_folder(folder, name)
 
     # -- providers -----------------------------------------------------------
 
@@ -155,13 +145,10 @@ class Engine:
     def model_status(self):
         """The one connection check (core.providers.llm.ModelStatus) for the
         configured model: ready, or why not (none chosen, server down, not pulled)."""
-        lm = self.language_model()
-        if lm is None:
-            from core.providers.llm import ModelStatus
+        from core.providers.llm import ModelChoice
 
-            return ModelStatus("none", "no language model is chosen (Settings)")
-        with lm:
-            return lm.probe()
+        with ModelChoice(None, self.language_model) as choice:
+            return choice.status
 
     def mode(self) -> str:
         """What produces extraction and answers right now, for a person to read."""
@@ -223,7 +210,7 @@ class Engine:
                     bank.set_profile(background=background, agent_name=agent_name)
                 from core.store.bank_store import utcnow
 
-                _write_label(folder, {"name": name, "created_at": utcnow().isoformat()})
+                write_label(folder, {"name": name, "created_at": utcnow().isoformat()})
             except BaseException:
                 opened = self._open.pop(folder, None)
                 if opened is not None:
@@ -259,12 +246,21 @@ class Engine:
         bank = Bank(self, folder, store)
         try:
             # A purge killed after its commit still has old copies on disk to destroy.
-            finish_pending_purge(bank)
+            finish_pending_purge(bank.handle)
         except BaseException:
             store.abandon()  # a failed open keeps no lock, even in this process
             raise
         self._open[folder] = bank
         return bank
+
+    def is_open(self, folder: Path) -> bool:
+        """Whether this process has the bank in `folder` open."""
+        return folder in self._open and not self._open[folder].closed
+
+    def close_folder(self, folder: Path) -> None:
+        """Close the bank in `folder` if this process has it open (before it is replaced)."""
+        if folder in self._open:
+            self._open[folder].close()
 
     def _forget(self, bank: Bank) -> None:
         self._open.pop(bank.folder, None)
@@ -284,7 +280,7 @@ class Engine:
                 probe.acquire()
             try:
                 label = _read_label(folder) or {}
-                _write_label(folder, {**label, "name": new})
+                write_label(folder, {**label, "name": new})
             finally:
                 if probe is not None:
                     probe.release()
@@ -302,7 +298,7 @@ class Engine:
         folder = self._find(name)
         if folder in self._open and not self._open[folder].closed:
             return Change()  # this engine opened it: recorded with its model already
-        return reembed_bank(self, folder, name, progress, cancel)
+        return reembed_bank(self.embedder, folder, name, progress, cancel)
 
     def delete_bank(self, name: str) -> Change:
         with self.reserving_names():
@@ -350,9 +346,3 @@ def _import_leftovers(banks_dir: Path) -> bool:
         folder.name.startswith(".replaced-") or (folder / "import.lock").exists()
         for folder in banks_dir.iterdir()
     )
-
-
-def _write_label(folder: Path, label: dict) -> None:
-    tmp = folder / (LABEL + ".tmp")
-    tmp.write_text(json.dumps(label), "utf-8")
-    os.replace(tmp, folder / LABEL)

@@ -21,23 +21,23 @@ from core.progress import CancelToken, Progress, check, report
 from core.types import Change, InvalidInputError, Kind
 
 if TYPE_CHECKING:
-    from core.engine import Engine
+    from core.providers.embedder import Embedder
 
 BATCH = 256
 
 
 def reembed_bank(
-    engine: Engine,
+    embedder: Embedder,
     folder: Path,
     name: str,
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
 ) -> Change:
-    """Embed every unit of the bank in `folder` (not open) again with `engine`'s model;
-    an empty Change when the bank already uses it."""
+    """Embed every unit of the bank in `folder` (not open) again with `embedder` (the
+    engine's); an empty Change when the bank already uses its model."""
     from core.store.bank_store import BankStore
 
-    model, dim = engine.embedder.name, engine.embedder.dim
+    model, dim = embedder.name, embedder.dim
     store = BankStore(folder, name, model, dim, adopt_stored_embedding=True)
     try:
         if (store.embedding_model, store.dim) == (model, dim):
@@ -48,7 +48,7 @@ def reembed_bank(
         for start in range(0, len(rows), BATCH):
             check(cancel)
             texts = [row[1] for row in rows[start : start + BATCH]]
-            vectors[start : start + len(texts)] = engine.embedder.embed(texts)
+            vectors[start : start + len(texts)] = embedder.embed(texts)
             report(progress, start + len(texts), len(rows), f"re-embedding with {model}")
         check(cancel)  # the last chance: after this the bank changes
         if vectors.shape[1] != dim:

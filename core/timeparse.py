@@ -296,7 +296,9 @@ _FUTURE_RE = re.compile(
 # A weaker sign of the future, the present progressive of plans ("Northwind is
 # onboarding them in June"): it tips a yearless date forward only when nothing
 # in the sentence is told in the past.
-_PLAN_RE = re.compile(r"\b(?:(?:is|are|am)\s+|['’](?:s|re|m)\s+)\w+ing\b", re.I)
+_PLAN_RE = re.compile(
+    r"\b(?:(?:is|are|am)\s+|['’](?:s|re|m)\s+)(?:(?:also|still|now|\w+ly)\s+)?\w+ing\b", re.I
+)
 _PAST_AUX_RE = re.compile(r"\b(?:was|were|been)\s+$", re.I)
 # A date that names a planned date ("a June 16 launch date", "the 12 May
 # deadline") is ahead whatever the tense of the sentence around it ("I created
@@ -312,7 +314,21 @@ _ARRANGED_RE = re.compile(
     r"reserv(?:e|ed|ing)|arrang(?:e|ed|ing)|postpon(?:e|ed|ing)|pencil(?:l?ed)?\s+in)\b",
     re.I,
 )
+# ...and so is one named as a due date or a target ("is due at the end of July",
+# "a target of late August"), read in the words just before it.
+_PLANNED_BEFORE_RE = re.compile(
+    r"\b(?:due|deadline|target(?:ed|ing)?|scheduled|planned)\s+(?:(?:of|for|on|in|at|by)\s+)?"
+    r"(?:the\s+)?(?:(?:end|beginning|start|middle)\s+of\s+(?:the\s+)?|early\s+|mid-?\s*|late\s+)?$",
+    re.I,
+)
 PLANNED_AHEAD = timedelta(days=183)
+# A sentence's clauses: the past tense of one ("Dana's tone changed") says nothing
+# about a date in another ("and their renewal decision is due at the end of July").
+_CLAUSE_BREAK_RE = re.compile(
+    r"[,;:—]|\s(?:and|but|because|so|while|whereas|although|though)\s", re.I
+)
+# A clause told in the present (or looking ahead) about a yearless date.
+_PRESENT_RE = re.compile(r"\b(?:is|are|am|want|wants|need|needs|hope|hopes|due)\b", re.I)
 # Sentences told in the past keep a yearless date in the past.
 _PAST_RE = re.compile(
     r"\b(?:was|were|did|had|went|got|came|saw|made|took|met|gave|told|said|ago|"
@@ -395,14 +411,27 @@ class _Ctx:
         hi = self.text.find(". ", pos)
         hi = hi if hi >= 0 else len(self.text)
         if ahead <= PLANNED_AHEAD and (
-            _PLANNED_DATE_RE.match(self.text, end) or _ARRANGED_RE.search(self.text, lo, hi)
+            _PLANNED_DATE_RE.match(self.text, end)
+            or _PLANNED_BEFORE_RE.search(self.before(pos))
+            or _ARRANGED_RE.search(self.text, lo, hi)
         ):
             return True
         if self.lenient:  # a bare expression has no sentence to judge by: the past
             return False
-        if _PAST_RE.search(self.text, lo, hi):
+        if _PAST_RE.search(self.text, lo, hi) and not self._present_clause(pos, lo, hi):
             return False
         return bool(_PLAN_RE.search(self.text, lo, hi)) or ahead < behind
+
+    def _present_clause(self, pos: int, lo: int, hi: int) -> bool:
+        """Is the clause around `pos` told in the present, with no past tense of its own?"""
+        text = self.text
+        breaks = [m.end() for m in _CLAUSE_BREAK_RE.finditer(text, lo, pos)]
+        start = breaks[-1] if breaks else lo
+        after = _CLAUSE_BREAK_RE.search(text, pos, hi)
+        stop = after.start() if after else hi
+        return bool(_PRESENT_RE.search(text, start, stop)) and not _PAST_RE.search(
+            text, start, stop
+        )
 
 
 _Handler = Callable[[re.Match[str], _Ctx], "_Item | None"]
@@ -938,7 +967,12 @@ def _season_rule(m: re.Match[str], ctx: _Ctx) -> _Item | None:
                 r"\b(?:in|during|over)\s+(?:the\s+)?$", prefix, re.I
             ):
                 return None  # "before the fall" is probably not autumn
-    mode = _direction(m["mod"], ctx.future(m.start()))
+    if m["mod"]:
+        mode = _direction(m["mod"], False)
+    else:  # like a bare month: the tense says, else the nearer one
+        ahead = _season_pick(ctx.ref, season, "next").start - ctx.today
+        behind = ctx.today - _season_pick(ctx.ref, season, "past").start
+        mode = "future" if ctx.forward(m.start(), m.end(), ahead, behind) else "past"
     iv = _season_pick(ctx.ref, season, mode)
     redo = None if m["mod"] else (lambda r: _season_pick(r, season, "past"))
     return _item(m, iv, redo)
@@ -999,7 +1033,7 @@ def _day_of_month(ref: datetime, day: int, mode: str) -> Interval | None:
 
 _AFTER_ORDINAL_RE = re.compile(
     r"\s*(?:$|[,.;:!?)]|(?:at|in|and|or|when|so|but|because|to|with|we|i|he|she|they|you|it|"
-    r"this|that|for|from|until|till)\b)",
+    r"this|that|for|from|until|till|after|before)\b)",
     re.I,
 )
 
@@ -1258,10 +1292,12 @@ def _scan(text: str, ref: datetime, lenient: bool) -> list[_Item]:
     ]
 
 
-def _ensure_naive(ref: datetime) -> datetime:
-    if ref.tzinfo is not None:
-        return ref.astimezone(UTC).replace(tzinfo=None)
-    return ref
+def naive_utc(value: datetime) -> datetime:
+    """The engine stores naive UTC: an aware time is converted to UTC and its
+    tzinfo dropped; a naive one is taken as UTC already."""
+    if value.tzinfo is None:
+        return value
+    return value.astimezone(UTC).replace(tzinfo=None)
 
 
 # --------------------------------------------------------------------------- dateparser
@@ -1292,7 +1328,7 @@ def _dateparser_date(
         return None
     if data is None or data.date_obj is None:
         return None
-    return _ensure_naive(data.date_obj), data.period or "day"
+    return naive_utc(data.date_obj), data.period or "day"
 
 
 _FALLBACK_OK_RE = re.compile(
@@ -1320,7 +1356,7 @@ def find_time_expressions(text: str, reference: datetime) -> list[Interval]:
     Expressions relative to an undated event ("two weeks before the wedding")
     are left out.
     """
-    ref = _ensure_naive(reference)
+    ref = naive_utc(reference)
     return [it.interval for it in _scan_cached(text, ref, False) if it.interval is not None]
 
 
@@ -1331,7 +1367,7 @@ def resolve(expression: str, reference: datetime) -> Interval | None:
     says this is a time. None when it is not a time, or is relative to an
     event ("two weeks before the wedding").
     """
-    ref = _ensure_naive(reference)
+    ref = naive_utc(reference)
     expr = expression.strip()
     if not expr:
         return None
@@ -1362,7 +1398,7 @@ def query_interval(query: str, reference: datetime) -> Interval | None:
     wedding"): the temporal channel then stays silent instead of guessing.
     Several expressions give the span covering them all.
     """
-    ref = _ensure_naive(reference)
+    ref = naive_utc(reference)
     items = list(_scan_cached(query, ref, False))
     if not items or any(it.interval is None for it in items):
         return None
@@ -1432,7 +1468,7 @@ def parse_session_date(text: str) -> datetime | None:
     if day is not None:
         return day
     try:
-        return _ensure_naive(datetime.fromisoformat(raw.replace("Z", "+00:00")))
+        return naive_utc(datetime.fromisoformat(raw.replace("Z", "+00:00")))
     except ValueError:
         pass
     if not _FALLBACK_OK_RE.search(raw):

@@ -69,13 +69,15 @@ class Timeline:
     `levels[s, i]` is node i's activation after step s (a node keeps the highest
     it reached); `carried[s]` the edge indices that carried energy in step s
     and `energy[s]` what each carried (empty for s = 0); `frontier[s]` the
-    nodes that spread in step s."""
+    nodes that spread in step s; `paths[s]` the edges that lit a node in
+    step s (each lit node's winning link: the path the trail keeps drawn)."""
 
     levels: np.ndarray
     carried: list[np.ndarray]
     lit_order: list[str] = field(default_factory=list)
     energy: list[np.ndarray] = field(default_factory=list)
     frontier: list[np.ndarray] = field(default_factory=list)
+    paths: list[np.ndarray] = field(default_factory=list)
 
     @property
     def steps(self) -> int:
@@ -108,7 +110,13 @@ class Timeline:
             [none],
             energy=[np.zeros(0, dtype=np.float32)],
             frontier=[none],
+            paths=[none],
         )
+
+    def path_edges(self, upto: int | None = None) -> np.ndarray:
+        """The edges that lit a node in steps 1..upto (all steps by default)."""
+        parts = self.paths[1 : (self.steps if upto is None else upto) + 1]
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
 
 def timeline(graph: GraphData, activation: Mapping[str, Any] | None) -> Timeline:
@@ -141,7 +149,14 @@ def timeline(graph: GraphData, activation: Mapping[str, Any] | None) -> Timeline
         by_step.setdefault(int(step["step"]), []).append(step)
     none = np.zeros(0, dtype=np.int64)
     carried, energy, frontier = [none], [np.zeros(0, dtype=np.float32)], [none]
+    paths = [none]
     lit: list[str] = []
+
+    def edge_of(source: str, target: str, kind: str) -> int | None:
+        i, j = index.get(source), index.get(target)
+        k = LINK_KINDS.index(kind) if kind in LINK_KINDS else -1
+        return edge_at.get((min(i, j), max(i, j), k)) if i is not None and j is not None else None
+
     for t in range(1, steps + 1):
         wave = waves.get(t)
         # Old traces (no waves) name only the winning link of each lit node.
@@ -152,9 +167,7 @@ def timeline(graph: GraphData, activation: Mapping[str, Any] | None) -> Timeline
         )
         found: dict[int, float] = {}
         for source, target, kind, carried_energy in links:
-            i, j = index.get(source), index.get(target)
-            k = LINK_KINDS.index(kind) if kind in LINK_KINDS else -1
-            e = edge_at.get((min(i, j), max(i, j), k)) if i is not None and j is not None else None
+            e = edge_of(source, target, kind)
             if e is not None:
                 found[e] = max(found.get(e, 0.0), float(carried_energy))
         order = sorted(found)
@@ -167,4 +180,6 @@ def timeline(graph: GraphData, activation: Mapping[str, Any] | None) -> Timeline
         )
         frontier.append(np.array(sorted(index[x] for x in names if x in index), dtype=np.int64))
         lit += [s["node"] for s in by_step.get(t, [])]
-    return Timeline(np.stack(rows), carried, lit, energy, frontier)
+        won = {edge_of(s["from"], s["node"], s["edge"]) for s in by_step.get(t, [])}
+        paths.append(np.array(sorted(e for e in won if e is not None), dtype=np.int64))
+    return Timeline(np.stack(rows), carried, lit, energy, frontier, paths)

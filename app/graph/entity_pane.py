@@ -1,7 +1,9 @@
 """The Entity map pane: entities as nodes, co-mentions as edges.
 
 Size by facts, colour by type; click an entity for its facts in time order;
-drag one entity onto another to merge them; retract from the side panel.
+drag one entity onto another to merge them; retract from the side panel
+(after the same review the Entities pane gives: the facts it hides, listed),
+which then keeps the retracted entity selected, showing what it had, with Restore.
 Merge and retract are the engine's operations (`Bank.merge_entities`,
 `Bank.retract_entity`), run through the runner like every mutation; the map
 re-reads itself from the `Change` they return.
@@ -10,13 +12,14 @@ re-reads itself from the `Change` they return.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
+    QDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -31,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from app.graph.entitymap import EntityMap, read
 from app.panes.base import Pane, empty_label, muted_label
+from app.panes.entity_dialogs import RetractEntityDialog
 from app.runner import describe
 from app.state import StudioState
 from core import Kind
@@ -179,6 +183,11 @@ class EntityMapPane(Pane):
         self.selected: str | None = None
         # Asks before a merge or a retraction; tests replace it.
         self.confirm: Callable[[str, str], bool] = lambda title, text: _ask(self, title, text)
+        # The retract review (the facts it hides, listed); tests replace it.
+        self.review_retract: Callable[[Any], bool] = lambda preview: (
+            RetractEntityDialog(preview, self).exec() == QDialog.DialogCode.Accepted
+        )
+        self._retracted: dict[str, str] = {}  # retracted here: id -> name, kept selected
 
         self.find = QLineEdit(placeholderText="Find an entity by name…")
         self.find.setClearButtonEnabled(True)
@@ -278,6 +287,8 @@ class EntityMapPane(Pane):
         self.view.set_map(emap)
         if self.selected and self.selected in g.index:
             self.select_entity(self.selected)
+        elif self.selected in self._retracted:
+            self._show_retracted(self.selected)  # off the map, still selected
         else:
             self.selected = None
             self.side.hide()
@@ -293,6 +304,7 @@ class EntityMapPane(Pane):
         self.selected = entity.id
         self.view.select(i)
         self.side.show()
+        self.retract_button.setText("Retract entity…")
         seen = ""
         if entity.first_seen and entity.last_seen:
             seen = f"<br>{entity.first_seen:%d %b %Y} – {entity.last_seen:%d %b %Y}"
@@ -309,6 +321,25 @@ class EntityMapPane(Pane):
                 key=bank,
             )
         return True
+
+    def _show_retracted(self, entity_id: str) -> None:
+        """A retracted entity is off the map; its panel stays, with what it had."""
+        self.side.show()
+        self.view.select(None)
+        self.name.setText(
+            f"<b>{self._retracted[entity_id]}</b> (retracted) · hidden from recall, reflect "
+            f"and the default views; Restore (or Undo) brings it back. It had:"
+        )
+        self.retract_button.setText("Restore entity")
+        self.facts.clear()
+        self.facts.addItem("Loading…")
+        bank = self.bank
+        if bank is not None:
+            self.state.runner.run_query(
+                lambda: bank.units(entity=entity_id, status=None, limit=None),
+                lambda units: self._facts(entity_id, units),
+                key=bank,
+            )
 
     def _facts(self, entity_id: str, units) -> None:
         if entity_id != self.selected:
@@ -346,21 +377,45 @@ class EntityMapPane(Pane):
         )
 
     def request_retract(self) -> None:
+        """Retract the selected entity after the review (or restore it, once retracted)."""
         bank, entity_id = self.bank, self.selected
         if bank is None or entity_id is None:
             return
-        name = self._name(entity_id)
-        if not self.confirm(
-            "Retract entity",
-            f"Retract “{name}”? Facts that mention it are hidden from recall. (Undoable.)",
-        ):
+        if entity_id in self._retracted:
+            self._restore(bank, entity_id)
             return
-        self.status.setText(f"Retracting {name}…")
+        name = self._name(entity_id)
+        self.status.setText(f"Reading what retracting {name} hides…")
+        self.state.runner.run_query(
+            lambda: bank.retract_preview(entity_id),
+            lambda preview: self._reviewed(bank, entity_id, preview),
+            lambda error: self.status.setText(f"Retract failed: {describe(error)}"),
+            key=bank,
+        )
+
+    def _reviewed(self, bank: Bank, entity_id: str, preview: Any) -> None:
+        if bank is not self.bank or entity_id != self.selected:
+            return
+        if not self.review_retract(preview):
+            self.status.setText("")
+            return
+        self._retracted[entity_id] = preview.name
+        self.status.setText(f"Retracting {preview.name}…")
         self.state.runner.run_op(
             lambda: bank.retract_entity(entity_id),
             on_error=lambda error: self.status.setText(f"Retract failed: {describe(error)}"),
             key=bank,
-            label=f"retract {name}",
+            label=f"retract {preview.name}",
+        )
+
+    def _restore(self, bank: Bank, entity_id: str) -> None:
+        name = self._retracted.pop(entity_id)
+        self.status.setText(f"Restoring {name}…")
+        self.state.runner.run_op(
+            lambda: bank.restore_entity(entity_id),
+            on_error=lambda error: self.status.setText(f"Restore failed: {describe(error)}"),
+            key=bank,
+            label=f"restore {name}",
         )
 
     def prepare_screenshot(self, idle) -> None:

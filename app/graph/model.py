@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from core import RecallTrace
+
 NETWORKS: tuple[str, ...] = ("world", "experience", "opinion", "observation")
 LINK_KINDS: tuple[str, ...] = ("entity", "temporal", "semantic", "causal")
 # Nodes whose network the studio does not know yet (not loaded, or deleted since).
@@ -111,32 +113,71 @@ class GraphData:
             labels=names,
         )
 
+    def with_edges(self, keep: np.ndarray) -> GraphData:
+        """The same nodes with only the edges `keep` marks."""
+        return GraphData(
+            self.ids,
+            self.network,
+            self.src[keep],
+            self.dst[keep],
+            self.kind[keep],
+            self.weight[keep],
+            self.labels,
+            self.index,
+        )
+
     @classmethod
     def empty(cls) -> GraphData:
         return cls.build([], [])
 
 
-def trace_node_ids(trace: Mapping[str, Any]) -> list[str]:
+def strongest_per_node(
+    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, eligible: np.ndarray, k: int
+) -> np.ndarray:
+    """Edges among `eligible` that are one of the `k` heaviest at either end
+    (ties by edge index, so the same graph keeps the same edges)."""
+    keep = np.zeros(src.shape[0], dtype=bool)
+    ids = np.flatnonzero(eligible)
+    if k <= 0 or ids.size == 0:
+        keep[ids] = True
+        return keep
+    ends = np.concatenate([src[ids], dst[ids]])
+    edges = np.concatenate([ids, ids])
+    order = np.lexsort((edges, -np.concatenate([weight[ids], weight[ids]]), ends))
+    ends, edges = ends[order], edges[order]
+    first = np.flatnonzero(np.r_[True, ends[1:] != ends[:-1]])
+    rank = np.arange(ends.size) - np.repeat(first, np.diff(np.r_[first, ends.size]))
+    keep[edges[rank < k]] = True
+    return keep
+
+
+def typed_trace(trace: RecallTrace | Mapping[str, Any]) -> RecallTrace:
+    """Recall's own trace as it is; a saved trace's JSON read back."""
+    return trace if isinstance(trace, RecallTrace) else RecallTrace.from_dict(trace)
+
+
+def trace_node_ids(trace: RecallTrace | Mapping[str, Any]) -> list[str]:
     """Every unit a recall trace names, in a stable order: activation first, then
     the channels, the fused list and the packing decision."""
+    trace = typed_trace(trace)
     ordered: dict[str, None] = {}
-    activation = trace.get("activation") or {}
+    activation = trace.activation or {}
     for seed in activation.get("seeds", []):
         ordered.setdefault(seed["node"], None)
     for step in activation.get("steps", []):
         ordered.setdefault(step["from"], None)
         ordered.setdefault(step["node"], None)
-    for channel in (trace.get("channels") or {}).values():
-        for unit_id in channel.get("ids", []):
+    for channel in trace.channels.values():
+        for unit_id in channel.ids:
             ordered.setdefault(unit_id, None)
-    for fused in trace.get("fused", []):
-        ordered.setdefault(fused["id"], None)
+    for fused in trace.fused:
+        ordered.setdefault(fused.id, None)
     return list(ordered)
 
 
-def trace_links(trace: Mapping[str, Any]) -> list[tuple[str, str, str, float]]:
+def trace_links(trace: RecallTrace | Mapping[str, Any]) -> list[tuple[str, str, str, float]]:
     """The edges that carried activation in a trace (the only links a trace names)."""
-    activation = trace.get("activation") or {}
+    activation = typed_trace(trace).activation or {}
     return [
         (step["from"], step["node"], step["edge"], float(step.get("weight", 1.0)))
         for step in activation.get("steps", [])

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from app.graph.activation import params_from_settings, rerun
-from app.graph.model import GraphData, trace_links, trace_node_ids
+from app.graph.model import GraphData, trace_links, trace_node_ids, typed_trace
 
 if TYPE_CHECKING:
-    from core import Bank
+    from core import Bank, Link, RecallTrace
 
 MAX_NODES = 600  # the pane stays readable (and the layout quick) below this
 # One-hop context drawn around a recall's activated subgraph, strongest links first.
@@ -50,13 +50,27 @@ def _units(bank: Bank, ids: Sequence[str]) -> dict[str, Any]:
     return found
 
 
-def _links_among(bank: Bank, ids: Iterable[str]) -> list[tuple[str, str, str, float]]:
+Row = tuple[str, str, str, float]
+
+
+def _row(link: Link, specificity: Mapping[str, float]) -> Row:
+    """A link as drawn: an entity link weighs what recall's spreading gives it,
+    its stored weight times the entity's specificity (two facts sharing a rare
+    entity are close; a hundred sharing the agent's name barely are)."""
+    weight = float(link.weight)
+    if link.kind == "entity" and link.entity_id is not None:
+        weight *= specificity.get(link.entity_id, 1.0)
+    return (link.source, link.target, str(link.kind), weight)
+
+
+def _links_among(bank: Bank, ids: Iterable[str]) -> list[Row]:
     wanted = set(ids)
-    out: list[tuple[str, str, str, float]] = []
+    specificity = bank.entity_specificity()
+    out: list[Row] = []
     for unit_id in wanted:
         for link in bank.links(unit_id):
             if link.target in wanted:
-                out.append((link.source, link.target, str(link.kind), float(link.weight)))
+                out.append(_row(link, specificity))
     return out
 
 
@@ -74,11 +88,11 @@ def bank_params(bank: Bank) -> dict[str, Any]:
     return params_from_settings(bank.config)
 
 
-def activated_ids(trace: Mapping[str, Any], packed: Iterable[str] = ()) -> list[str]:
+def activated_ids(trace: RecallTrace, packed: Iterable[str] = ()) -> list[str]:
     """What recall's spreading reached: seeds, then lit nodes in the order they
     were lit, then the packed results (a direct hit need not be lit)."""
     ordered: dict[str, None] = {}
-    activation = trace.get("activation") or {}
+    activation = trace.activation or {}
     for seed in activation.get("seeds", []):
         ordered.setdefault(seed["node"], None)
     for step in activation.get("steps", []):
@@ -94,11 +108,12 @@ def _context(
     """The `limit` units one link from `core` with the strongest such link, and
     every link among core and them (read once per core unit)."""
     wanted = set(core)
-    links: list[tuple[str, str, str, float]] = []
+    specificity = bank.entity_specificity()
+    links: list[Row] = []
     outside: dict[str, float] = {}
     for unit_id in core:
         for link in bank.links(unit_id):
-            row = (link.source, link.target, str(link.kind), float(link.weight))
+            row = _row(link, specificity)
             links.append(row)
             if link.target not in wanted:
                 outside[link.target] = max(outside.get(link.target, 0.0), row[3])
@@ -109,13 +124,15 @@ def _context(
 
 def of_trace(
     bank: Bank,
-    trace: Mapping[str, Any],
+    trace: RecallTrace | Mapping[str, Any],
     packed: Iterable[str] = (),
     context_nodes: int = CONTEXT_NODES,
 ) -> Neighbourhood:
     """Recall's activated subgraph (seeds, lit nodes, packed results) and its
-    one-hop context, with the links among them and the trace's activation."""
-    packed_ids = tuple(packed) or tuple(trace.get("packing", {}).get("packed", []))
+    one-hop context, with the links among them and the trace's activation
+    (`trace`: recall's own, or a saved trace's JSON)."""
+    trace = typed_trace(trace)
+    packed_ids = tuple(packed) or tuple(trace.packing.packed)
     ids = activated_ids(trace, packed_ids) or trace_node_ids(trace)
     notes: list[str] = []
     if len(ids) > MAX_NODES:
@@ -130,14 +147,14 @@ def of_trace(
         [*trace_links(trace), *links],
         {i: units[i].text for i in shown},
     )
-    params = params_from_settings({**bank.config, **(trace.get("settings") or {})})
-    activation = trace.get("activation") or {}
+    params = params_from_settings({**bank.config, **trace.settings})
+    activation = trace.activation or {}
     return Neighbourhood(
         graph,
-        trace.get("activation"),
+        trace.activation,
         params,
         packed_ids,
-        f"recall: {trace.get('query', '')}",
+        f"recall: {trace.query}",
         tuple(notes),
         tuple(i for i in context if i in units),
         tuple(s["node"] for s in activation.get("seeds", [])),

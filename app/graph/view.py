@@ -9,9 +9,11 @@ it carries (so decay shows: pulses shrink hop by hop). The frontier that
 spreads in a step wears a halo. A frame sets whole arrays (sizes, brushes
 from a lookup table, edge coordinates) and never creates a per-node object.
 
-Declutter: edges below a weight or of a hidden kind are not drawn (the
-energy's own path always is); labels only for seeds, packed results and the
-hovered node. Level of detail: above `LOD_NODES` nodes antialiasing is off
+Declutter: edges below a weight or of a hidden kind are not drawn, and of
+the rest each node keeps only its few strongest (the backbone: a hub's
+hundred weak links would otherwise hide everything); the links that carried
+energy in the recall are always drawn. Labels only for seeds, packed results
+and the hovered node. Level of detail: above `LOD_NODES` nodes antialiasing is off
 and the resting edges are drawn only when zoomed in to a part of the graph.
 """
 
@@ -25,7 +27,7 @@ from PySide6.QtCore import QPointF, QRectF, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
-from app.graph.model import LINK_KINDS, GraphData
+from app.graph.model import LINK_KINDS, GraphData, strongest_per_node
 from app.graph.style import LEVELS, GraphStyle
 
 TOP_LABELS = 12  # labels without hovering at most: seeds and packed results first
@@ -57,7 +59,7 @@ class GraphView(pg.PlotWidget):
         plot.hideButtons()
         plot.setAspectLocked(True)
         self.setAntialiasing(True)
-        self.setMinimumSize(320, 240)
+        self.setMinimumSize(240, 200)
 
         self.graph = GraphData.empty()
         self.pos = np.zeros((0, 2))
@@ -65,6 +67,9 @@ class GraphView(pg.PlotWidget):
         self._levels: np.ndarray | None = None
         self._kind_visible = dict.fromkeys(LINK_KINDS, True)
         self._min_weight = 0.0
+        self._per_node = 0  # each node's strongest links drawn (0: all)
+        self._path = np.zeros(0, dtype=np.int64)  # the energy's path: always drawn
+        self._backbone = np.zeros(0, dtype=bool)
         self._seeds = np.zeros(0, dtype=bool)
         self._drawn = np.zeros(0, dtype=bool)
         self._lod = False
@@ -149,6 +154,7 @@ class GraphView(pg.PlotWidget):
         self._seeds = np.zeros(graph.node_count, dtype=bool)
         self._lod = graph.node_count > LOD_NODES
         self.setAntialiasing(not self._lod)
+        self._path = np.zeros(0, dtype=np.int64)
         self._apply_edge_filter()
         self._clear_lit()
         self._pulse_edges = np.zeros(0, dtype=np.int64)
@@ -181,17 +187,36 @@ class GraphView(pg.PlotWidget):
 
     # -- which edges are drawn ----------------------------------------------------------
 
-    def set_edge_filter(self, min_weight: float | None = None) -> None:
-        """Draw only edges of at least `min_weight` (and of the visible kinds)."""
+    def set_edge_filter(self, min_weight: float | None = None, per_node: int | None = None) -> None:
+        """Draw only edges of at least `min_weight`, of the visible kinds, and
+        among those each node's `per_node` strongest (0: all)."""
         if min_weight is not None:
             self._min_weight = float(min_weight)
+        if per_node is not None:
+            self._per_node = int(per_node)
         self._apply_edge_filter()
+
+    def set_path(self, edge_ids: np.ndarray) -> None:
+        """The edges that lit a node in the recall shown (the energy's path): drawn
+        whatever the filter."""
+        self._path = np.asarray(edge_ids, dtype=np.int64)
+        self._apply_edge_filter()
+
+    def _eligible(self) -> tuple[np.ndarray, np.ndarray]:
+        """(visible kind, visible kind and heavy enough) per edge."""
+        g = self.graph
+        visible_kind = np.array([self._kind_visible[k] for k in LINK_KINDS], dtype=bool)
+        shown = visible_kind[g.kind] if g.edge_count else np.zeros(0, dtype=bool)
+        return shown, shown & (g.weight >= self._min_weight)
 
     def _apply_edge_filter(self) -> None:
         g = self.graph
-        visible_kind = np.array([self._kind_visible[k] for k in LINK_KINDS], dtype=bool)
-        heavy = g.weight >= self._min_weight
-        self._drawn = heavy & (visible_kind[g.kind] if g.edge_count else heavy)
+        shown, eligible = self._eligible()
+        self._backbone = strongest_per_node(g.src, g.dst, g.weight, eligible, self._per_node)
+        drawn = self._backbone.copy()
+        carried = self._path[self._path < g.edge_count]
+        drawn[carried] = True
+        self._drawn = drawn & shown
         for k, kind in enumerate(LINK_KINDS):
             ids = np.flatnonzero(self._drawn & (g.kind == k))
             self._edge_ids[kind] = ids
@@ -206,17 +231,24 @@ class GraphView(pg.PlotWidget):
         return self._lod
 
     def edge_counts(self) -> dict[str, int]:
-        """How many links are drawn, and why the others are not."""
+        """How many links are drawn, and why the others are not (each link
+        counted once, for the first reason that hides it)."""
         g = self.graph
-        visible_kind = np.array([self._kind_visible[k] for k in LINK_KINDS], dtype=bool)
-        hidden_kind = ~visible_kind[g.kind] if g.edge_count else np.zeros(0, dtype=bool)
-        light = (g.weight < self._min_weight) & ~hidden_kind
+        shown, eligible = self._eligible()
+        hidden_kind = ~shown
+        light = shown & ~eligible & ~self._drawn
+        crowded = eligible & ~self._drawn
         return {
             "total": g.edge_count,
             "drawn": int(self._drawn.sum()),
             "below_weight": int(light.sum()),
+            "beyond_strongest": int(crowded.sum()),
             "hidden_kind": int(hidden_kind.sum()),
         }
+
+    @property
+    def per_node(self) -> int:
+        return self._per_node
 
     def _clear_lit(self) -> None:
         for curve in (*self.trail_curves.values(), *self.active_curves.values()):

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 from app.graph.activation import DEFAULT_PARAMS, Timeline, rerun, timeline
 from app.graph.animation import ActivationPlayer
 from app.graph.layout import force_layout
-from app.graph.model import LINK_KINDS, NETWORKS, GraphData
+from app.graph.model import LINK_KINDS, NETWORKS, GraphData, strongest_per_node
 from app.graph.style import KIND_COLORS, network_color
 from app.graph.view import GraphView
 
@@ -47,6 +47,9 @@ MU_MAX = 2.0
 # Resting links lighter than this are not drawn at first: a recall's subgraph on
 # a dense bank holds thousands of weak entity links (the energy's path always shows).
 DEFAULT_MIN_WEIGHT = 0.5
+# Of the links left, each node keeps its few strongest (a hub's hundred weak
+# links hide everything); the links that carried energy are always drawn.
+DEFAULT_PER_NODE = 3
 
 
 def _swatch(color: QColor, size: int = 10) -> QLabel:
@@ -136,15 +139,23 @@ class GraphWidget(QWidget):
         root.setSpacing(4)
         root.addWidget(self._build_playback())
         root.addWidget(self.view, 1)
-        root.addWidget(self._build_parameters())
+        self.parameters = self._build_parameters()
+        root.addWidget(self.info)
+        root.addWidget(self.parameters)
         self._sync_controls()
 
     # -- building the controls ------------------------------------------------------------
 
     def _build_playback(self) -> QWidget:
         bar = QWidget()
-        row = QHBoxLayout(bar)
-        row.setContentsMargins(4, 0, 4, 0)
+        rows = QVBoxLayout(bar)
+        rows.setContentsMargins(4, 0, 4, 0)
+        rows.setSpacing(2)
+        row = QHBoxLayout()
+        self._tools_row = QHBoxLayout()  # the tools, when compact (see set_compact)
+        rows.addLayout(row)
+        rows.addLayout(self._tools_row)
+        self._main_row = row
         icons = self.style()
         self.back_button = self._tool(
             icons.standardIcon(QStyle.StandardPixmap.SP_MediaSkipBackward),
@@ -166,6 +177,7 @@ class GraphWidget(QWidget):
         self.step_button.clicked.connect(self.player.step)
         self.scrub = QSlider(Qt.Orientation.Horizontal, toolTip="Scrub through the animation")
         self.scrub.valueChanged.connect(self._on_scrub)
+        self.scrub.setMinimumWidth(40)
         self.speed = QComboBox(toolTip="Playback speed")
         for label, value in SPEEDS:
             self.speed.addItem(label, value)
@@ -182,17 +194,40 @@ class GraphWidget(QWidget):
         self.find = QLineEdit(placeholderText="Find a node…", toolTip="Find a node by its text")
         self.find.setClearButtonEnabled(True)
         self.find.setMaximumWidth(200)
+        self.find.setMinimumWidth(60)
+        # The parameters (networks, δ and μ, budgets, link filters) fold away where
+        # the graph has little room (the recall debugger); the counts stay shown.
+        self.controls_button = QToolButton(
+            text="Controls", checkable=True, checked=True, toolTip="Show or hide the parameters"
+        )
+        self.controls_button.toggled.connect(self.set_controls_visible)
         self.find.returnPressed.connect(self.find_next)
         self._found: list[str] = []
         for widget in (self.back_button, self.play_button, self.step_button):
             row.addWidget(widget)
         row.addWidget(self.scrub, 1)
         row.addWidget(self.step_label)
-        row.addWidget(QLabel("Speed"))
-        row.addWidget(self.speed)
-        row.addWidget(self.fit_button)
-        row.addWidget(self.find)
+        for widget in self._tools():
+            row.addWidget(widget)
         return bar
+
+    def _tools(self) -> tuple[QWidget, ...]:
+        return (self.speed, self.fit_button, self.find, self.controls_button)
+
+    def set_compact(self, compact: bool) -> None:
+        """Where the graph has little room (the recall debugger): the tools on a
+        second row and the parameters folded (the Controls button unfolds them)."""
+        target = self._tools_row if compact else self._main_row
+        if compact:
+            self._tools_row.addStretch(1)
+        for widget in self._tools():
+            target.addWidget(widget)
+        self.set_controls_visible(not compact)
+
+    def set_controls_visible(self, visible: bool) -> None:
+        self.parameters.setVisible(visible)
+        if self.controls_button.isChecked() != visible:
+            self.controls_button.setChecked(visible)
 
     @staticmethod
     def _tool(icon, text: str, tip: str) -> QToolButton:
@@ -222,10 +257,11 @@ class GraphWidget(QWidget):
         ring.setStyleSheet("color: #f97316; font-weight: 600;")
         legend.addWidget(ring)
         legend.addStretch(1)
-        self.info = QLabel()
+        self.info = QLabel()  # the counts: under the view, shown with the controls folded too
+        self.info.setWordWrap(True)
+        self.info.setContentsMargins(4, 0, 4, 0)
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         grid.addLayout(legend, 0, 0, 1, 3)
-        grid.addWidget(self.info, 3, 0, 1, 3)
 
         budgets = QHBoxLayout()
         self.weight_slider = _ValueSlider("min weight", 1.0)
@@ -245,6 +281,17 @@ class GraphWidget(QWidget):
             budgets.addWidget(QLabel(label))
             budgets.addWidget(box)
             box.editingFinished.connect(self._budgets_changed)
+        self.per_node = QSpinBox(
+            minimum=0,
+            maximum=99,
+            value=DEFAULT_PER_NODE,
+            specialValueText="all",
+            toolTip="Each node's strongest links drawn (all: every link above the min weight);"
+            " the links that carried energy are always drawn",
+        )
+        self.per_node.valueChanged.connect(self._weight_moved)
+        budgets.addWidget(QLabel("links/node"))
+        budgets.addWidget(self.per_node)
         budgets.addWidget(self.weight_slider, 1)
         grid.addLayout(budgets, 4, 0, 1, 3)
 
@@ -300,13 +347,23 @@ class GraphWidget(QWidget):
             self._laid_out(generation, np.asarray(positions))
             return
         layout_fn = self.layout_fn
+        # Laid out by the links that can be drawn (each node's strongest and
+        # the energy's path), so the shape shows what is drawn rather than a
+        # ball pulled together by thousands of hidden weak links.
+        skeleton = graph.with_edges(self._skeleton(graph))
         if self.runner is not None and graph.node_count > 1:
             self.info.setText(f"laying out {graph.node_count} nodes…")
             self.runner.run_query(
-                lambda: layout_fn(graph), lambda pos: self._laid_out(generation, pos)
+                lambda: layout_fn(skeleton), lambda pos: self._laid_out(generation, pos)
             )
         else:
-            self._laid_out(generation, layout_fn(graph))
+            self._laid_out(generation, layout_fn(skeleton))
+
+    def _skeleton(self, graph: GraphData) -> np.ndarray:
+        every = np.ones(graph.edge_count, dtype=bool)
+        keep = strongest_per_node(graph.src, graph.dst, graph.weight, every, DEFAULT_PER_NODE)
+        keep[timeline(graph, self.activation).path_edges()] = True
+        return keep
 
     def _laid_out(self, generation: int, positions: np.ndarray) -> None:
         if generation != self._generation:
@@ -315,18 +372,20 @@ class GraphWidget(QWidget):
         self.view.set_graph(self.graph, positions)
         self.view.set_marked(self._pending_marks)
         self.view.set_seeds(self.seeds)
-        self.view.set_edge_filter(self.weight_slider.value())
+        self.view.set_edge_filter(self.weight_slider.value(), self.per_node.value())
         self._set_timeline(timeline(self.graph, self.activation))
         self.player.seek(self.player.last_frame)
         self.layout_ready.emit()
 
     def _set_timeline(self, tl: Timeline) -> None:
         self.timeline = tl
-        # trail[s]: the edges that carried energy before step s.
+        # trail[s]: the edges that lit a node before step s (the energy's path;
+        # every link it ran along pulses during its step, but only the path stays).
         trail: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
         for step in range(1, tl.steps + 1):
-            trail.append(np.union1d(trail[-1], tl.carried[step - 1]) if step > 1 else trail[0])
+            trail.append(tl.path_edges(step - 1))
         self._trail = trail
+        self.view.set_path(self._trail_all())
         frames = tl.frame_count(self.player.frames_per_step)
         blocked = self.scrub.blockSignals(True)
         self.scrub.setRange(0, frames - 1)
@@ -350,6 +409,10 @@ class GraphWidget(QWidget):
         hidden = []
         if counts["below_weight"]:
             hidden.append(f"{counts['below_weight']} below {self.weight_slider.value():.2f}")
+        if counts["beyond_strongest"]:
+            hidden.append(
+                f"{counts['beyond_strongest']} beyond each node's {self.per_node.value()} strongest"
+            )
         if counts["hidden_kind"]:
             hidden.append(f"{counts['hidden_kind']} of hidden kinds")
         parts.append(links + (f" ({', '.join(hidden)})" if hidden else ""))
@@ -385,10 +448,7 @@ class GraphWidget(QWidget):
         self.frame_shown.emit(frame)
 
     def _trail_all(self) -> np.ndarray:
-        tl = self.timeline
-        if tl.steps == 0:
-            return np.zeros(0, dtype=np.int64)
-        return np.union1d(self._trail[-1], tl.carried[-1])
+        return self.timeline.path_edges()
 
     def find_next(self) -> str | None:
         """Select and centre the next node matching the find box."""
@@ -460,8 +520,8 @@ class GraphWidget(QWidget):
         self._update_info()
         self._parameter_moved()
 
-    def _weight_moved(self, value: float) -> None:
-        self.view.set_edge_filter(value)
+    def _weight_moved(self, *_args: Any) -> None:
+        self.view.set_edge_filter(self.weight_slider.value(), self.per_node.value())
         self._update_info()
 
     def _budgets_changed(self) -> None:

@@ -49,6 +49,8 @@ class UnitDetail(QWidget):
     delete_requested = Signal(list)  # unit ids
     hide_requested = Signal(str, bool)  # unit id, True: hide / False: unhide
     entity_clicked = Signal(str)  # entity name (or id when names are unknown)
+    # Set by a pane whose detail sits beside its list: hidden while no unit is shown.
+    collapsible = False
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -205,6 +207,8 @@ class UnitDetail(QWidget):
         self.text.setReadOnly(True)
         self.placeholder.setVisible(unit is None)
         self.scroll.setVisible(unit is not None)
+        if self.collapsible:  # an empty panel beside a list only takes the list's room
+            self.setVisible(unit is not None)
         self._extra_gen += 1
         if unit is None:
             return

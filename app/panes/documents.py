@@ -134,6 +134,7 @@ class DocumentsPane(Pane):
         dv.addWidget(self.info)
         dv.addLayout(buttons)
         dv.addWidget(self.turns, 1)
+        self.detail = detail
 
         left = QWidget()
         lv = QVBoxLayout(left)
@@ -246,6 +247,7 @@ class DocumentsPane(Pane):
     def _show_document(self, document: Any | None, turns: list[Any] | None) -> None:
         for button in (self.delete_button, self.reingest_button, self.mode):
             button.setEnabled(document is not None)
+        self.detail.setVisible(document is not None)  # nothing to show: the list takes the room
         if document is None:
             self.heading.setText("")
             self.info.setText("Select a document to see its turns.")

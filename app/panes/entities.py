@@ -390,6 +390,7 @@ class EntitiesPane(Pane):
     def _show_entity(self, entity: Entity | None, units: list[Unit] | None) -> None:
         self.units = units or []
         self._update_buttons(entity)
+        self.detail.setVisible(entity is not None)  # nothing to show: the list takes the room
         if entity is None:
             self.heading.setText("")
             self.info.setText("Select an entity to see the facts that mention it.")

@@ -85,6 +85,9 @@ class NetworkPane(Pane):
 
         self.model = UnitTableModel(state.runner, self.network, self)
         self.model.count_changed.connect(self._counted)
+        # A row selected before its page arrived: its unit is shown when the page is.
+        self._awaiting_row: int | None = None
+        self.model.page_loaded.connect(self._page_loaded)
         # A reset clears the selection without selectionChanged: update the buttons.
         self.model.modelReset.connect(self._update_actions)
         self.model.edit_requested.connect(self.edit_unit)
@@ -140,6 +143,7 @@ class NetworkPane(Pane):
         self.stack.addWidget(self.empty)
 
         self.detail = UnitDetail(state)
+        self.detail.collapsible = True
         self.detail.save_requested.connect(self.edit_unit)
         self.detail.delete_requested.connect(self.delete_units)
         self.detail.hide_requested.connect(self.set_hidden)
@@ -255,6 +259,7 @@ class NetworkPane(Pane):
     def _selection_changed(self, *_: Any) -> None:
         rows = self.selected_rows()
         unit = self.model.unit_at(rows[0]) if len(rows) == 1 else None
+        self._awaiting_row = rows[0] if len(rows) == 1 and unit is None else None
         if len(rows) == 1 and (
             self.detail.unit is None or unit is None or unit.id != self.detail.unit.id
         ):
@@ -262,6 +267,10 @@ class NetworkPane(Pane):
         elif not rows:
             self.detail.show_unit(None)
         self._update_actions()
+
+    def _page_loaded(self, _page: int) -> None:
+        if self._awaiting_row is not None and self.selected_rows() == [self._awaiting_row]:
+            self._selection_changed()
 
     def _update_actions(self) -> None:
         n = len(self.selected_rows()) if self.table.selectionModel() else 0

@@ -44,7 +44,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.graph import neighbourhood
-from app.graph.model import NETWORKS
+from app.graph.model import NETWORKS, typed_trace
 from app.graph.neighbourhood import Neighbourhood
 from app.graph.style import network_color
 from app.graph.widget import GraphWidget
@@ -54,7 +54,7 @@ from app.state import StudioState
 from core import Network
 
 if TYPE_CHECKING:
-    from core import Bank, RecallResult
+    from core import Bank, RecallResult, RecallTrace
 
 CHANNELS = ("semantic", "lexical", "graph", "temporal")
 CHANNEL_TITLES = {
@@ -131,64 +131,55 @@ class TraceView:
     notes: list[str] = field(default_factory=list)
 
 
-def trace_view(trace: Mapping[str, Any]) -> TraceView:
+def trace_view(trace: RecallTrace | Mapping[str, Any]) -> TraceView:
+    """The rows the debugger shows; `trace` is recall's own, or a saved one's JSON."""
+    trace = typed_trace(trace)
     view = TraceView()
     for name in CHANNELS:
-        channel = (trace.get("channels") or {}).get(name)
+        channel = trace.channels.get(name)
         if channel is None:
             view.channels[name] = []
             view.channel_notes[name] = "not requested"
             continue
-        ids, scores = channel.get("ids", []), channel.get("scores", [])
         view.channels[name] = [
             ChannelRow(i + 1, unit_id, float(score))
-            for i, (unit_id, score) in enumerate(zip(ids, scores, strict=False))
+            for i, (unit_id, score) in enumerate(zip(channel.ids, channel.scores, strict=False))
         ]
-        note = channel.get("note", "")
-        ran = channel.get("ran", True)
-        ms = channel.get("ms")
-        parts = [] if ran else ["did not run"]
-        if ms is not None and ran:
-            parts.append(f"{float(ms):.0f} ms")
-        if note:
-            parts.append(str(note))
+        parts = [] if channel.ran else ["did not run"]
+        if channel.ran:
+            parts.append(f"{channel.ms:.0f} ms")
+        if channel.note:
+            parts.append(channel.note)
         view.channel_notes[name] = " · ".join(parts)
-    rerank = trace.get("rerank") or {}
-    view.reranker = str(rerank.get("name", ""))
-    rerank_scores = {r["id"]: float(r["score"]) for r in rerank.get("scores", [])}
-    final = {unit_id: i + 1 for i, unit_id in enumerate(rerank.get("order", []))}
-    packing = trace.get("packing") or {}
-    view.packed = list(packing.get("packed", []))
-    view.skipped = [
-        (s["id"], int(s.get("tokens", 0)), int(s.get("left", 0)))
-        for s in packing.get("skipped", [])
-    ]
-    view.tokens = {k: int(v) for k, v in (packing.get("tokens") or {}).items()}
-    view.tokens_used = int(packing.get("tokens_used", 0))
-    view.budget = int(packing.get("budget", trace.get("budget", 0)) or 0)
+    view.reranker = trace.rerank.name
+    rerank_scores = {r.id: r.score for r in trace.rerank.scores}
+    final = {unit_id: i + 1 for i, unit_id in enumerate(trace.rerank.order)}
+    packing = trace.packing
+    view.packed = list(packing.packed)
+    view.skipped = [(s.id, s.tokens, s.left) for s in packing.skipped]
+    view.tokens = dict(packing.tokens)
+    view.tokens_used = packing.tokens_used
+    view.budget = packing.budget
     packed, skipped = set(view.packed), {s[0]: s for s in view.skipped}
-    for fused in trace.get("fused", []):
-        unit_id = fused["id"]
-        contributions = {
-            ch: (int(c["rank"]), float(c["value"]))
-            for ch, c in (fused.get("contributions") or {}).items()
-        }
+    for fused in trace.fused:
+        unit_id = fused.id
+        contributions = {ch: (c.rank, c.value) for ch, c in fused.contributions.items()}
         status = "packed" if unit_id in packed else "skipped" if unit_id in skipped else "not tried"
         view.fused.append(
             FusedRow(
                 unit_id,
-                int(fused["rank"]),
-                float(fused["score"]),
+                fused.rank,
+                fused.score,
                 contributions,
                 rerank_scores.get(unit_id),
                 final.get(unit_id),
                 view.tokens.get(unit_id),
                 status,
                 skipped[unit_id][2] if unit_id in skipped else None,
-                float(fused.get("factor", 1.0)),
+                fused.factor,
             )
         )
-    view.notes = [str(n) for n in trace.get("notes", [])]
+    view.notes = list(trace.notes)
     return view
 
 
@@ -415,7 +406,7 @@ class RecallDebuggerPane(Pane):
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
         self.result: RecallResult | None = None
-        self.trace: dict[str, Any] | None = None
+        self.trace: RecallTrace | None = None
         self.view_data = TraceView()
         self.texts: dict[str, str] = {}
         self.networks: dict[str, int] = {}
@@ -547,9 +538,11 @@ class RecallDebuggerPane(Pane):
         self.graph.setMinimumHeight(200)
         self.graph.node_clicked.connect(self.select_unit)
         self.graph.node_clicked.connect(self.unit_requested)
-        # The graph's controls need ~580 px; in a small window they scroll inside their
-        # half rather than squeezing the fused table's fact column to nothing.
-        graph_scroll = QScrollArea()
+        # Compact: the tools on a second row and the parameters folded behind
+        # "Controls", so the graph fits its half without scrolling sideways; unfolded
+        # (~580 px) they scroll inside it rather than squeeze the fused table.
+        self.graph.set_compact(True)
+        self.graph_scroll = graph_scroll = QScrollArea()
         graph_scroll.setWidgetResizable(True)
         graph_scroll.setFrameShape(QFrame.Shape.NoFrame)
         graph_scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -723,9 +716,9 @@ class RecallDebuggerPane(Pane):
             self.channel_notes[name].setText(view.channel_notes.get(name, ""))
         self._fill_fused(view)
         self.fused_title.setText(
-            f"<b>Fused</b> (reciprocal rank fusion, k = {result.trace.get('settings', {}).get('recall.rrf_k', 60)})"
+            f"<b>Fused</b> (reciprocal rank fusion, k = {result.trace.settings.get('recall.rrf_k', 60)})"
             f" and <b>reranked</b> by <b>{view.reranker or '—'}</b>"
-            f" ({float(result.trace.get('rerank', {}).get('ms', 0.0)):.0f} ms)"
+            f" ({result.trace.rerank.ms:.0f} ms)"
         )
         self.budget_bar.set_data(
             view.budget,
@@ -736,7 +729,7 @@ class RecallDebuggerPane(Pane):
             self.texts,
         )
         self.graph.show_graph(graph, activation=nb.activation, params=nb.params, marked=nb.packed)
-        timings = result.trace.get("timings_ms", {})
+        timings = result.trace.timings_ms
         parts = [
             f"{len(result.items)} facts packed",
             f"{view.tokens_used:,} of {view.budget:,} tokens",
@@ -744,9 +737,10 @@ class RecallDebuggerPane(Pane):
         ]
         if "total" in timings:
             parts.append(f"{float(timings['total']):.0f} ms")
-        if result.trace.get("reference_time"):
+        reference = result.trace.reference_time
+        if reference is not None:
             parts.append(
-                f"reference time {result.trace['reference_time'][:16]} ({result.trace.get('reference_source', '')})"
+                f"reference time {reference.isoformat()[:16]} ({result.trace.reference_source})"
             )
         parts += view.notes
         self.status.setText(" · ".join(parts))
@@ -852,7 +846,8 @@ class RecallDebuggerPane(Pane):
             raise ValueError("there is no trace to save: run a recall first")
         path = Path(path)
         path.write_text(
-            json.dumps(self.trace, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            json.dumps(self.trace.to_dict(), indent=2, ensure_ascii=False) + "\n",
+            encoding="utf-8",
         )
         return path
 

@@ -3,8 +3,8 @@
 Left: the disposition Θ (Trusting ↔ Skeptical, Flexible ↔ Literal, Detached ↔
 Empathetic, bias 0–1) and, live, the exact system prompt it verbalises to;
 "Save to bank" makes it the bank's profile. Right: compare 2–4 profiles on
-one query — each column shows the answer (words that differ from the other
-answers highlighted), the evidence used and the opinions it would form — and
+one query — each column shows the answer (the memories and sentences the
+other answers do not have highlighted), the evidence used and the opinions it would form — and
 commit the one to keep; or browse past reflections. Without a language model
 the pane says so, and every column is the extractive reflection.
 """
@@ -86,43 +86,74 @@ def theta_label(d: Disposition) -> str:
     )
 
 
-# -- word diff -------------------------------------------------------------------------------
+# -- evidence diff ---------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"\s+|[^\s]+")
+# What two answers are compared by: the memories they quote, not their words. An
+# extractive answer is a numbered list of used memories ("3. [what I did, <when>]
+# <memory>") and a list of left-out ones ("- “<memory…>” — <why>"); a written
+# answer is sentences. As "What differs" says it: a used memory differs when no
+# other answer uses it, a left-out one when another answer uses it (a rank or a
+# reason that moved is not a difference); a sentence differs when no other
+# answer has one close to it.
+_USED = re.compile(r"^\s*\d+\.\s+(?:\[[^\]]*\]\s*)?(?P<memory>\S.*)$")
+_LEFT_OUT = re.compile(r"^\s*[-•]\s*“(?P<memory>[^”]*)”")
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"”’)]*|$)|\n")
+SIMILAR_SENTENCE = 0.8  # difflib ratio over words above which two sentences say the same
 
 
-def word_diff(text: str, others: Sequence[str]) -> list[tuple[str, bool]]:
-    """`text` as (piece, differs) pairs: a word differs when it is not matched in the
-    closest of the other answers (difflib over words; whitespace never differs)."""
-    pieces = _TOKEN.findall(text)
-    words = [p for p in pieces if not p.isspace()]
-    if not others:
-        return [(p, False) for p in pieces]
-    best: set[int] | None = None
-    best_ratio = -1.0
-    for other in others:
-        matcher = difflib.SequenceMatcher(a=words, b=other.split(), autojunk=False)
-        same: set[int] = set()
-        for block in matcher.get_matching_blocks():
-            same.update(range(block.a, block.a + block.size))
-        ratio = matcher.ratio()
-        if ratio > best_ratio:
-            best, best_ratio = same, ratio
-    assert best is not None
-    out: list[tuple[str, bool]] = []
-    index = 0
-    for piece in pieces:
-        if piece.isspace():
-            out.append((piece, False))
-        else:
-            out.append((piece, index not in best))
-            index += 1
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def _segments(text: str) -> list[tuple[str, tuple[str, str] | None]]:
+    """`text` cut into pieces with what each says: ("used" | "left out", memory)
+    for a memory line, ("said", sentence) for prose, None for blank space and headings."""
+    out: list[tuple[str, tuple[str, str] | None]] = []
+    for line in text.splitlines(keepends=True):
+        if line.rstrip().endswith(":"):  # a heading ("Left out (98):"): its count is no evidence
+            out.append((line, None))
+            continue
+        used, left = _USED.match(line), _LEFT_OUT.match(line)
+        if used or left:
+            memory = (used or left)["memory"].rstrip("…")
+            out.append((line, ("used" if used else "left out", " ".join(_words(memory)))))
+            continue
+        for piece in _SENTENCE.findall(line):
+            words = _words(piece)
+            out.append((piece, ("said", " ".join(words)) if words else None))
     return out
+
+
+def _differs(key: tuple[str, str], theirs: Sequence[tuple[str, str]]) -> bool:
+    kind, said = key
+    if kind == "said":
+        words = said.split()
+        return not any(
+            k[0] == "said"
+            and difflib.SequenceMatcher(a=words, b=k[1].split(), autojunk=False).ratio()
+            >= SIMILAR_SENTENCE
+            for k in theirs
+        )
+    # Left-out quotes are cut short: a memory is the same when one starts the other.
+    used_elsewhere = any(
+        k[0] == "used" and (k[1].startswith(said) or said.startswith(k[1])) for k in theirs
+    )
+    return not used_elsewhere if kind == "used" else used_elsewhere
+
+
+def evidence_diff(text: str, others: Sequence[str]) -> list[tuple[str, bool]]:
+    """`text` as (piece, differs) pairs: a memory used here and nowhere else or
+    left out here and used elsewhere, or a sentence no other answer says (see above)."""
+    pieces = _segments(text)
+    if not others:
+        return [(piece, False) for piece, _key in pieces]
+    theirs = [key for other in others for _p, key in _segments(other) if key is not None]
+    return [(piece, key is not None and _differs(key, theirs)) for piece, key in pieces]
 
 
 def diff_html(text: str, others: Sequence[str]) -> str:
     parts = []
-    for piece, differs in word_diff(text, others):
+    for piece, differs in evidence_diff(text, others):
         escaped = html.escape(piece).replace("\n", "<br>")
         parts.append(f'<span style="{DIFF_STYLE}">{escaped}</span>' if differs else escaped)
     return "".join(parts)
@@ -185,7 +216,7 @@ def offline_body(answer: str) -> str:
 
 def answer_html(reflection: Reflection, others: Sequence[Reflection]) -> str:
     """The column's answer: offline, what differs first, then the body with the
-    words that differ from the closest other answer highlighted."""
+    memories and sentences the other answers do not have highlighted."""
     if not reflection.offline:
         return diff_html(reflection.answer, [o.answer for o in others])
     head = "".join(f"<li>{html.escape(d)}</li>" for d in differences(reflection, others))
@@ -297,7 +328,9 @@ class ReflectionColumn(QFrame):
             self.answer.setHtml(f"<p style='color:#dc2626'>{html.escape(reflection.error)}</p>")
         else:
             self.answer.setHtml(answer_html(reflection, others))
-        self.answer.setToolTip("Highlighted: words that differ from the closest other answer")
+        self.answer.setToolTip(
+            "Highlighted: the memories and sentences the other answers do not have"
+        )
         layout.addWidget(QLabel("Answer"))
         layout.addWidget(self.answer, 3)
 

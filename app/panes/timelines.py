@@ -264,14 +264,17 @@ class TimelinePlot(pg.PlotWidget):
             self.point_hovered.emit(None)
             return
         vb = self.getPlotItem().getViewBox()
-        # Narrow plots (small windows) get a narrower note, so it still fits beside the point.
-        self._hover.setTextWidth(max(160, min(HOVER_WIDTH, int(vb.width() * 0.48))))
+        # Keep the note inside the plot: on the side of the point with more room (left
+        # near the right edge), below it near the top, and no wider than that room
+        # (a narrow plot in a small window gets a narrow note).
+        (x0, x1), (_y0, _y1) = vb.viewRange()
+        share = (point.when.timestamp() - x0) / (x1 - x0) if x1 > x0 else 0.0
+        left = share > 0.5
+        room = (share if left else 1.0 - share) * vb.width() - 12
+        self._hover.setTextWidth(max(120, min(HOVER_WIDTH, int(room))))
         self._hover.setText(_tip(point, self.texts.get(point.opinion_id, "")))
         self._hover.setPos(QPointF(point.when.timestamp(), point.confidence))
-        # Keep the note inside the plot: flip it left / below near the right / top edges.
-        (x0, x1), (_y0, _y1) = self.getPlotItem().getViewBox().viewRange()
-        right = point.when.timestamp() > x0 + 0.55 * (x1 - x0)
-        self._hover.setAnchor((1.0 if right else 0.0, 0.0 if point.confidence > 0.6 else 1.0))
+        self._hover.setAnchor((1.0 if left else 0.0, 0.0 if point.confidence > 0.6 else 1.0))
         self._hover.show()
         self.point_hovered.emit(point)
 
@@ -384,6 +387,9 @@ class TimelinesPane(Pane):
         self.detail.placeholder.setText(
             "Click a marker (or double-click a step) to open its evidence."
         )
+        # Until evidence is opened the steps table takes the side's height.
+        self.detail.collapsible = True
+        self.detail.hide()
         side = QSplitter(Qt.Orientation.Vertical)
         top = QWidget()
         tl = QVBoxLayout(top)
@@ -395,6 +401,7 @@ class TimelinesPane(Pane):
         tl.addWidget(self.steps, 1)
         side.addWidget(top)
         side.addWidget(self.detail)
+        self.side = side
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(left)
@@ -692,6 +699,8 @@ class TimelinesPane(Pane):
 
     def _show_side(self, opinion_id: str | None) -> None:
         trajectory = self.trajectories.get(opinion_id) if opinion_id else None
+        # No opinion selected: an empty side panel only takes the plot's room.
+        self.side.setVisible(trajectory is not None)
         if trajectory is None:
             self.current.setText("<i>Select an opinion to see its history.</i>")
             self.past_texts.setHtml("")

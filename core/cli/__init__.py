@@ -16,8 +16,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from core import EngramError
 from core.text import has_surrogate, printable
-from core.types import EngramError
 
 # Command-group modules under core.cli, in the order `engram --help` lists them.
 COMMAND_MODULES = [
@@ -62,7 +62,7 @@ def add_timeout_option(parser: argparse.ArgumentParser, default: object = argpar
 
 
 def _timeout(text: str) -> float:
-    from core.settings import parse_timeout
+    from core import parse_timeout
 
     try:
         return parse_timeout(text)
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(f"argument {broken} is not valid UTF-8 text")
     engine = _routed_engine(args)
     if engine is None:
-        from core.engine import Engine
+        from core import Engine
 
         try:
             engine = Engine(args.home)
@@ -113,16 +113,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         code = 130
     except Exception as error:
         # Imported here: it loads DuckDB, which `engram banks` or --help never need.
-        from core.store.failures import NEXT_OPEN, cause, is_storage_failure
+        from core import stopped_by_disk
 
-        if not is_storage_failure(error):
+        failure = stopped_by_disk(error)
+        if failure is None:
             raise
-        # Whatever a command did not wrap itself: DuckDB commits all or nothing.
-        print(
-            f"engram: {cause(error)}: the command stopped; what it reported as done is"
-            f" saved, the rest was not; {NEXT_OPEN}",
-            file=sys.stderr,
-        )
+        print(f"engram: {failure}", file=sys.stderr)
     finally:
         code = _close(engine, code)
     return code

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from core.cli.output import count_arg, print_json, progress_printer, short_time
-from core.engine import Engine
-from core.store.order import ORDER_COLUMNS
-from core.types import Kind, Network
+from core import UNIT_ORDERS as ORDER_COLUMNS
+from core import Engine, Kind, Network
+from core.cli.output import (
+    count_arg,
+    iso_time,
+    iso_time_or_none,
+    print_json,
+    progress_printer,
+    short_time,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,8 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--network", choices=[n.value for n in Network], action="append")
     lst.add_argument("--entity")
     lst.add_argument("--text", help="case-insensitive substring")
-    lst.add_argument("--since", type=_date, help="occurred on or after (YYYY-MM-DD)")
-    lst.add_argument("--until", type=_date, help="occurred before (YYYY-MM-DD)")
+    lst.add_argument("--since", type=iso_time, help="occurred on or after (YYYY-MM-DD)")
+    lst.add_argument("--until", type=iso_time, help="occurred before (YYYY-MM-DD)")
     lst.add_argument(
         "--status", default="active", choices=["active", "retracted", "hidden", "stale", "any"]
     )
@@ -50,15 +56,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(handler=list_memories)
 
-    from core.cli.curate import ACTORS, _confidence, _then_jobs, _time, add_memory
+    from core.cli.curate import ACTORS, _confidence, _then_jobs, add_memory
 
     add = mem_sub.add_parser("add", help="add a memory by hand (audited, undoable)")
     add.add_argument("bank")
     add.add_argument("text")
     add.add_argument("--network", default="world", choices=["world", "experience", "opinion"])
     add.add_argument("--entity", action="append", dest="entities", help="id or name; repeat")
-    add.add_argument("--start", type=_time, default=None, help="occurrence start (ISO)")
-    add.add_argument("--end", type=_time, default=None, help="occurrence end (ISO)")
+    add.add_argument("--start", type=iso_time_or_none, default=None, help="occurrence start (ISO)")
+    add.add_argument("--end", type=iso_time_or_none, default=None, help="occurrence end (ISO)")
     add.add_argument("--confidence", type=_confidence, default=None, help="opinions: 0..1")
     add.add_argument("--actor", choices=ACTORS, default="user")
     add.add_argument("--no-jobs", action="store_true", help="leave the rebuilds it queues")
@@ -77,15 +83,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a bank recorded with another embedding model: embed every unit again with this one",
     )
     repair.set_defaults(handler=repair_bank)
-
-
-def _date(text: str):
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO date: {text!r}") from None
 
 
 def list_banks(args, engine: Engine) -> int:
@@ -169,10 +166,7 @@ def repair_bank(args, engine: Engine) -> int:
             print(f"{args.bank!r} already uses {engine.embedder.name}: nothing to re-embed")
         else:
             print(f"re-embedded {len(change.ids(Kind.UNIT))} units with {engine.embedder.name}")
-    bank = engine.open_bank(args.bank)
-    if args.rebuild:
-        bank.store.rebuild_indexes()
-    report = bank.repair()
+    report = engine.open_bank(args.bank).repair(rebuild=args.rebuild)
     _print_report(report)
     return 0 if report.ok else 1
 

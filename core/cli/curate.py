@@ -7,11 +7,9 @@ it queued run right after it (`--no-jobs` leaves them for `engram jobs run`)."""
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
 
-from core.cli.output import count_arg, print_json, short_time
-from core.engine import Engine
-from core.types import UNSET, Change, EngramError, Kind, Network
+from core import UNSET, Change, Engine, Kind, Network
+from core.cli.output import count_arg, iso_time_or_none, print_json, short_time
 
 ACTORS = ("user", "agent", "system")
 
@@ -33,10 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     edit.add_argument("--network", choices=[n.value for n in Network])
     # UNSET when not given, so "none" (clear the value) and "not given" differ.
     edit.add_argument(
-        "--start", type=_time, default=UNSET, help="occurrence start, ISO date/time or 'none'"
+        "--start", type=iso_time_or_none, default=UNSET, help="occurrence start, ISO date/time or 'none'"
     )
     edit.add_argument(
-        "--end", type=_time, default=UNSET, help="occurrence end, ISO date/time or 'none'"
+        "--end", type=iso_time_or_none, default=UNSET, help="occurrence end, ISO date/time or 'none'"
     )
     edit.add_argument("--confidence", type=_confidence, default=UNSET, help="0..1, or 'none'")
     edit.add_argument(
@@ -124,15 +122,6 @@ def _then_jobs(handler):
     return run
 
 
-def _time(text: str):
-    if text.lower() == "none":
-        return None
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO date or time: {text!r}") from None
-
-
 def _confidence(text: str):
     if text.lower() == "none":
         return None
@@ -140,31 +129,6 @@ def _confidence(text: str):
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-
-
-def resolve_entity(bank, ref: str) -> str:
-    """An entity id from an id, a name or an alias (case-insensitive); ambiguity is an error."""
-    if getattr(bank, "store", None) is None:  # a bank another process owns: ask it
-        return bank.resolve_entity(ref)
-    rows = (
-        bank.store.reader()
-        .execute(
-            "SELECT id, name, status FROM entities WHERE id = $r OR lower(name) = lower($r)"
-            " OR list_contains(list_transform(aliases, lambda a: lower(a)), lower($r))"
-            " ORDER BY id = $r DESC, lower(name) = lower($r) DESC, status, id",
-            {"r": ref},
-        )
-        .fetchall()
-    )
-    if not rows:
-        raise EngramError(f"no entity {ref!r} in bank {bank.name!r}")
-    if rows[0][0] == ref:
-        return ref
-    exact = [r for r in rows if r[1].lower() == ref.lower()] or rows
-    if len(exact) > 1:
-        listed = ", ".join(f"{r[1]} ({r[0]}, {r[2]})" for r in exact[:5])
-        raise EngramError(f"{ref!r} names several entities: {listed}; use an id")
-    return exact[0][0]
 
 
 def _report(change: Change, what: str) -> int:
@@ -190,7 +154,7 @@ def edit_unit(args, engine: Engine) -> int:
     if args.no_entities:
         entities = []
     elif args.entities:
-        entities = [resolve_entity(bank, e) for e in args.entities]
+        entities = [bank.resolve_entity(e) for e in args.entities]
     change = bank.edit_unit(
         args.unit,
         text=args.text,
@@ -221,7 +185,7 @@ def unhide_units(args, engine: Engine) -> int:
 
 def add_memory(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    entities = [resolve_entity(bank, e) for e in args.entities or ()]
+    entities = [bank.resolve_entity(e) for e in args.entities or ()]
     change = bank.add_memory(
         args.text,
         network=args.network,
@@ -238,7 +202,7 @@ def add_memory(args, engine: Engine) -> int:
 
 def rename_entity(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    entity_id = resolve_entity(bank, args.entity)
+    entity_id = bank.resolve_entity(args.entity)
     change = bank.rename_entity(
         entity_id, args.name, keep_alias=not args.no_alias, actor=args.actor
     )
@@ -247,7 +211,7 @@ def rename_entity(args, engine: Engine) -> int:
 
 def merge_entities(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    source, target = resolve_entity(bank, args.source), resolve_entity(bank, args.target)
+    source, target = bank.resolve_entity(args.source), bank.resolve_entity(args.target)
     return _report(
         bank.merge_entities(source, target, actor=args.actor), f"merged {source} into {target}"
     )
@@ -255,7 +219,7 @@ def merge_entities(args, engine: Engine) -> int:
 
 def split_entity(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    entity_id = resolve_entity(bank, args.entity)
+    entity_id = bank.resolve_entity(args.entity)
     change = bank.split_entity(entity_id, args.units, args.name, type=args.type, actor=args.actor)
     new = ", ".join(change.added.get(Kind.ENTITY, ()))
     return _report(change, f"split {len(args.units)} mention(s) into new entity {new}")
@@ -273,7 +237,7 @@ def _print_preview(preview) -> None:
 
 def retract(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    entity_id = resolve_entity(bank, args.entity)
+    entity_id = bank.resolve_entity(args.entity)
     preview = bank.retract_preview(entity_id)
     if args.json:
         print_json({**vars(preview), "total_units": preview.total_units})
@@ -289,13 +253,13 @@ def retract(args, engine: Engine) -> int:
 
 def restore(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    entity_id = resolve_entity(bank, args.entity)
+    entity_id = bank.resolve_entity(args.entity)
     return _report(bank.restore_entity(entity_id, actor=args.actor), "restored")
 
 
 def purge(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    entity_id = resolve_entity(bank, args.entity)
+    entity_id = bank.resolve_entity(args.entity)
     preview = bank.retract_preview(entity_id)
     _print_preview(preview)
     print(

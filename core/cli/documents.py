@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from core import INGEST_MODES as MODES
+from core import Engine
 from core.cli.jobs import run_pending
 from core.cli.output import print_json, progress_printer, short_time
-from core.engine import Engine
-from core.types import INGEST_MODES as MODES
 
 
 def register(sub: argparse._SubParsersAction) -> None:

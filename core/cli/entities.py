@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from core import Engine
 from core.cli.output import print_json, short_time
-from core.engine import Engine
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core import INGEST_FORMATS as FORMATS
+from core import INGEST_MODES as MODES
+from core import Engine
 from core.cli import add_timeout_option
 from core.cli.output import print_json, progress_printer
-from core.engine import Engine
-from core.retain.importers import FORMATS
-from core.types import INGEST_MODES as MODES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _language_model(args, engine: Engine):
     if not (args.ollama_model or args.ollama_host):
         return engine.language_model()
-    from core.providers.llm import LanguageModel, LlmSettings
+    from core import LanguageModel, LlmSettings
 
     settings = engine.settings
     return LanguageModel(

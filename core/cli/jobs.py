@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from core import Engine
 from core.cli.output import print_json, progress_printer
-from core.engine import Engine
 
 
 def register(sub: argparse._SubParsersAction) -> None:

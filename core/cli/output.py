@@ -5,24 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict, is_dataclass
 from datetime import datetime
-from enum import Enum
 from typing import Any
 
-
-def to_jsonable(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return to_jsonable(asdict(value))
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Enum):
-        return value.value
-    return value
+from core.jsonable import to_jsonable
 
 
 def print_json(value: Any) -> None:
@@ -69,3 +55,17 @@ def count_arg(*, minimum: int = 0, maximum: int = MAX_COUNT):
 
     parse.__name__ = "count"
     return parse
+
+
+def iso_time(text: str) -> datetime:
+    """An argparse `type` for dates and times: ISO 8601 (`2024-05-01`,
+    `2024-05-01T09:30`, with or without an offset), or a one-line usage error."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date or date-time: {text!r}") from None
+
+
+def iso_time_or_none(text: str) -> datetime | None:
+    """`iso_time`, or None for 'none' (clears a time)."""
+    return None if text.lower() == "none" else iso_time(text)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from core.cli.output import count_arg, short_time
-from core.engine import Engine
-from core.recall.settings import CHANNELS, LEVELS
-from core.types import InvalidInputError, Network
+from core import RECALL_CHANNELS as CHANNELS
+from core import RECALL_LEVELS as LEVELS
+from core import Engine, InvalidInputError, Network
+from core.cli.output import count_arg, iso_time, short_time
+
+if TYPE_CHECKING:
+    from core import RecallTrace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,9 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--channel", choices=list(CHANNELS), action="append", help="only this channel (repeatable)"
     )
-    p.add_argument("--now", type=_datetime, help="reference time for 'last week' etc. (ISO)")
-    p.add_argument("--since", type=_datetime, help="only facts occurring on or after (ISO)")
-    p.add_argument("--until", type=_datetime, help="only facts occurring before (ISO)")
+    p.add_argument("--now", type=iso_time, help="reference time for 'last week' etc. (ISO)")
+    p.add_argument("--since", type=iso_time, help="only facts occurring on or after (ISO)")
+    p.add_argument("--until", type=iso_time, help="only facts occurring before (ISO)")
     p.add_argument(
         "--reranker", choices=["heuristic", "none"], help="default: the bank's (heuristic)"
     )
@@ -59,13 +62,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="token budget for entity profiles",
     )
     p.set_defaults(handler=run_recall)
-
-
-def _datetime(text: str) -> datetime:
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO date or date-time: {text!r}") from None
 
 
 def run_recall(args, engine: Engine) -> int:
@@ -88,7 +84,9 @@ def run_recall(args, engine: Engine) -> int:
     trace_file = Path(args.trace) if args.trace else None
     if trace_file is not None:
         try:
-            trace_file.write_text(json.dumps(result.trace, indent=2, ensure_ascii=False), "utf-8")
+            trace_file.write_text(
+                json.dumps(result.trace.to_dict(), indent=2, ensure_ascii=False), "utf-8"
+            )
         except OSError as error:
             raise InvalidInputError(
                 f"cannot write the trace to {trace_file}: {error.strerror or error}"
@@ -105,12 +103,12 @@ def run_recall(args, engine: Engine) -> int:
         )
     for item in result.observations:
         print(f"  obs [{item.unit_id}] {item.text}  ({item.tokens} tok)")
-    timings = result.trace["timings_ms"]
+    timings = result.trace.timings_ms
     print(
         f"-- {len(result.items)} facts, {result.tokens_used}/{result.budget} tokens, "
         f"reranker {result.reranker}, {timings.get('total', 0.0):.0f} ms"
     )
-    for note in result.trace["notes"]:
+    for note in result.trace.notes:
         print(f"-- {note}")
     if trace_file is not None:
         print(f"-- trace written to {trace_file}")
@@ -119,37 +117,32 @@ def run_recall(args, engine: Engine) -> int:
     return 0
 
 
-def trace_summary(trace: dict) -> str:
+def trace_summary(trace: RecallTrace) -> str:
     """A few lines about how recall chose: what each channel found, what fusion,
     rerank and packing did, and where the time went (the whole trace: --trace FILE)."""
     lines = ["-- trace:"]
-    for name, channel in trace.get("channels", {}).items():
-        if not channel.get("ran"):
-            lines.append(
-                f"   {name:<9} not run" + (f" ({channel['note']})" if channel.get("note") else "")
-            )
+    for name, channel in trace.channels.items():
+        if not channel.ran:
+            lines.append(f"   {name:<9} not run" + (f" ({channel.note})" if channel.note else ""))
             continue
-        note = f"; {channel['note']}" if channel.get("note") else ""
-        lines.append(
-            f"   {name:<9} {len(channel.get('ids', [])):>4} candidates, {channel.get('ms', 0):.0f} ms{note}"
-        )
-    activation = trace.get("activation")
+        note = f"; {channel.note}" if channel.note else ""
+        lines.append(f"   {name:<9} {len(channel.ids):>4} candidates, {channel.ms:.0f} ms{note}")
+    activation = trace.activation
     if activation:
         lines.append(
             f"   graph    {len(activation.get('seeds', []))} seeds, "
             f"{len(activation.get('steps', []))} spreading steps, {activation.get('lit', 0)} lit"
         )
-    packing = trace.get("packing", {})
     lines.append(
-        f"   fused    {len(trace.get('fused', []))} candidates; reranked by "
-        f"{trace.get('rerank', {}).get('name', '?')}; packed {len(packing.get('packed', []))}, "
-        f"skipped {len(packing.get('skipped', []))} for the budget"
+        f"   fused    {len(trace.fused)} candidates; reranked by "
+        f"{trace.rerank.name or '?'}; packed {len(trace.packing.packed)}, "
+        f"skipped {len(trace.packing.skipped)} for the budget"
     )
-    if trace.get("reference_time"):
+    if trace.reference_time is not None:
         lines.append(
-            f"   time     reference {trace['reference_time']} ({trace.get('reference_source', '')})"
+            f"   time     reference {trace.reference_time.isoformat()} ({trace.reference_source})"
         )
-    timings = trace.get("timings_ms", {})
+    timings = trace.timings_ms
     slow = sorted(
         ((k, v) for k, v in timings.items() if not k.startswith("total")), key=lambda kv: -kv[1]
     )[:4]

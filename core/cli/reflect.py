@@ -6,17 +6,15 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core import Disposition, Engine, InvalidInputError
 from core.cli import add_timeout_option
-from core.cli.output import count_arg, print_json, short_time
-from core.engine import Engine
-from core.types import Disposition, InvalidInputError
+from core.cli.output import count_arg, iso_time, print_json, short_time
 
 if TYPE_CHECKING:
-    from core.reflect.values import Reflection
+    from core import Reflection
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,8 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("bank")
     o.add_argument("--entity", help="only opinions about this entity (name, alias or id)")
     o.add_argument("--history", metavar="ID", help="the trajectory of one opinion")
-    o.add_argument("--since", type=_datetime, help="only opinions changed on or after (ISO)")
-    o.add_argument("--until", type=_datetime, help="only opinions changed before (ISO)")
+    o.add_argument("--since", type=iso_time, help="only opinions changed on or after (ISO)")
+    o.add_argument("--until", type=iso_time, help="only opinions changed before (ISO)")
     o.add_argument("--json", action="store_true")
     o.set_defaults(handler=run_opinions)
 
@@ -89,13 +87,6 @@ def _bias(text: str) -> float:
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"bias is a number from 0 to 1, not {text!r}")
     return value
-
-
-def _datetime(text: str) -> datetime:
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO date or date-time: {text!r}") from None
 
 
 def _disposition(args, base: Disposition) -> Disposition:

@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from core import EngramError
 from core.server.client import READ_METHODS, WRITE_METHODS, OwnerClient
 from core.server.owner import Owner
-from core.types import EngramError
 
 
 class RemoteBank:
-    store = None  # no local stores: everything goes through the owner
+    """A bank another process owns: every call goes through that owner."""
 
     def __init__(self, client: OwnerClient, owner: Owner) -> None:
         self._client = client
@@ -29,7 +29,7 @@ class RemoteBank:
         """The file is read and parsed here, as a direct ingest would, and its
         conversations are sent: the owner need not see this process's paths."""
         if isinstance(source, str | Path):
-            from core.retain.importers import load_documents
+            from core import load_documents
 
             source = load_documents(source, format)
         return self._client.call(
@@ -92,7 +92,7 @@ class RemoteEngine:
 
     @property
     def settings(self):
-        from core.settings import EngineSettings
+        from core import EngineSettings
 
         return EngineSettings.load(self.home)
 

@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 
-from core.engine import Engine
+from core import Engine
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8888  # Hindsight's port, so a Hindsight agent's default URL works

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core import Engine
 from core.cli.output import count_arg, print_json, progress_printer
-from core.engine import Engine
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -88,7 +88,7 @@ def _source(engine: Engine, ref: str):
 
 
 def diff_command(args, engine: Engine) -> int:
-    from core.snapshot.diff import diff_snapshots
+    from core import diff_snapshots
 
     result = diff_snapshots(_source(engine, args.a), _source(engine, args.b))
     if args.json:

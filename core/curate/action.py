@@ -25,7 +25,7 @@ from core.curate.rows import Scope, capture, change_of, diff
 from core.types import Change, EngramError, Kind, UnitStatus
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
     from core.store.bank_store import Tx
 
 
@@ -40,7 +40,7 @@ class Outcome:
 
 
 def run_action(
-    bank: Bank,
+    bank: BankHandle,
     *,
     action: str,
     actor: str,
@@ -136,7 +136,7 @@ def entity_row(con: duckdb.DuckDBPyConnection, entity_id: str) -> EntityRow:
     return EntityRow(row[0], row[1], row[2], tuple(row[3] or ()), row[4])
 
 
-def require_entities(bank: Bank, entity_ids: Iterable[str]) -> None:
+def require_entities(bank: BankHandle, entity_ids: Iterable[str]) -> None:
     """EngramError naming the first of `entity_ids` the bank does not have."""
     ids = list(entity_ids)
     if not ids:

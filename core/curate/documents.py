@@ -30,7 +30,7 @@ from core.curate.rows import Scope
 from core.types import Change, EngramError
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def _names(
     return tuple(r[0] for r in rows)
 
 
-def document_preview(bank: Bank, document_id: str) -> DocumentPreview:
+def document_preview(bank: BankHandle, document_id: str) -> DocumentPreview:
     con = bank.store.reader()
     plan = _plan(con, document_id)
     links = con.execute(
@@ -147,7 +147,7 @@ def document_preview(bank: Bank, document_id: str) -> DocumentPreview:
     )
 
 
-def delete_document(bank: Bank, document_id: str, *, actor: str = "user") -> Change:
+def delete_document(bank: BankHandle, document_id: str, *, actor: str = "user") -> Change:
     """Delete a document and everything derived only from it; audited, undoable."""
     con = bank.store.reader()
     plan = _plan(con, document_id)

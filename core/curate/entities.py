@@ -23,7 +23,7 @@ from core.store.bank_store import utcnow
 from core.types import Change, EngramError, InvalidInputError, new_id
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 MAX_NAME = 200
 
@@ -51,7 +51,7 @@ def _merged_aliases(name: str, aliases: Iterable[str]) -> list[str]:
 
 
 def rename_entity(
-    bank: Bank, entity_id: str, name: str, *, keep_alias: bool = True, actor: str = "user"
+    bank: BankHandle, entity_id: str, name: str, *, keep_alias: bool = True, actor: str = "user"
 ) -> Change:
     """Give an entity a new name; the old one stays as an alias unless `keep_alias=False`."""
     name = valid_name(name)
@@ -98,7 +98,9 @@ def _observation_unit(con, entity_id: str) -> str | None:
     return row[0] if row else None
 
 
-def merge_entities(bank: Bank, source_id: str, target_id: str, *, actor: str = "user") -> Change:
+def merge_entities(
+    bank: BankHandle, source_id: str, target_id: str, *, actor: str = "user"
+) -> Change:
     """Merge entity `source_id` into `target_id`: its mentions, links, opinions and
     observations follow; its name and aliases become aliases of the target."""
     if source_id == target_id:
@@ -174,7 +176,7 @@ def _dedupe_entity_links(con, entity_id: str) -> None:
 
 
 def split_entity(
-    bank: Bank,
+    bank: BankHandle,
     entity_id: str,
     unit_ids: Sequence[str],
     name: str,

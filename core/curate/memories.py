@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 from core.curate.action import Outcome, require_entities, run_action
 from core.curate.relink import relink_units
 from core.curate.rows import Scope
+from core.handle import validated
 from core.retain.opinions import OpinionEvent, write_events
 from core.store.bank_store import utcnow
-from core.store.units import insert_units
+from core.store.units import UnitFilter, insert_units, select_units
 from core.types import (
     Change,
     EngramError,
@@ -32,7 +33,7 @@ from core.types import (
 )
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 # The event an opinion gets when a person sets its confidence (not an assessment:
 # replaying the history starts again from the value it records).
@@ -40,7 +41,7 @@ EDITED = "edited"
 
 
 def add_memory(
-    bank: Bank,
+    bank: BankHandle,
     text: str,
     *,
     network: Network | str = Network.WORLD,
@@ -67,7 +68,7 @@ def add_memory(
         raise InvalidInputError("a memory's occurrence cannot end before it starts")
     entities = tuple(dict.fromkeys(entity_ids))
     require_entities(bank, entities)
-    unit = bank._validated(
+    unit = validated(
         NewUnit(
             text=text,
             network=network,
@@ -105,12 +106,14 @@ def add_memory(
     )
 
 
-def set_hidden(bank: Bank, unit_ids: Sequence[str], hidden: bool, *, actor: str = "user") -> Change:
+def set_hidden(
+    bank: BankHandle, unit_ids: Sequence[str], hidden: bool, *, actor: str = "user"
+) -> Change:
     """Hide active units (hidden=True) or bring hidden ones back."""
     ids = sorted({unit_ids} if isinstance(unit_ids, str) else set(unit_ids))
     if not ids:
         raise InvalidInputError("choose at least one memory")
-    units = bank.units(ids=ids, network=None, status=None, limit=None)
+    units = select_units(bank.store.reader(), UnitFilter(ids=ids, status=None), limit=None)
     found = {u.id: u for u in units}
     missing = [i for i in ids if i not in found]
     if missing:

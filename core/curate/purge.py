@@ -47,7 +47,7 @@ from core.store.failures import NEXT_OPEN, is_storage_failure, storage_error
 from core.types import Change, EngramError, Kind
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 # Units per index chunk when filling fresh indexes (a LanceDB fragment, a Tantivy commit).
 FILL_CHUNK = 5000
@@ -55,7 +55,7 @@ PENDING_KEY = "purge_pending"
 
 
 def purge_entity(
-    bank: Bank,
+    bank: BankHandle,
     entity_id: str,
     *,
     confirm: bool = False,
@@ -154,12 +154,12 @@ def purge_entity(
     )
 
 
-def _embedded(bank: Bank, texts: dict[str, str]) -> dict[str, tuple[str, list[float]]]:
+def _embedded(bank: BankHandle, texts: dict[str, str]) -> dict[str, tuple[str, list[float]]]:
     """unit id -> (text, vector) for the redacted texts."""
     ids = list(texts)
     if not ids:
         return {}
-    vectors = bank.engine.embedder.embed([texts[i] for i in ids])
+    vectors = bank.embedder.embed([texts[i] for i in ids])
     return {
         i: (texts[i], np.asarray(v, dtype=np.float32).tolist())
         for i, v in zip(ids, vectors, strict=True)
@@ -180,7 +180,7 @@ def _redact_entities(con: duckdb.DuckDBPyConnection, matcher: NameMatcher) -> No
             )
 
 
-def finish_pending_purge(bank: Bank, progress: Progress | None = None) -> bool:
+def finish_pending_purge(bank: BankHandle, progress: Progress | None = None) -> bool:
     """Complete the rebuilds of a purge a crash interrupted; True if there was one."""
     if not bank.store.meta(PENDING_KEY):
         return False
@@ -188,7 +188,7 @@ def finish_pending_purge(bank: Bank, progress: Progress | None = None) -> bool:
     return True
 
 
-def _finish(bank: Bank, progress: Progress | None) -> None:
+def _finish(bank: BankHandle, progress: Progress | None) -> None:
     store = bank.store
     report(progress, 2, 4, "rebuilding the vector and BM25 indexes")
     store.rebuild_indexes()

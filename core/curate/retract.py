@@ -27,7 +27,7 @@ from core.curate.rows import Scope
 from core.types import Change, EngramError, Network, UnitStatus
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class RetractPreview:
 STATUS_TABLES = frozenset({"units", "entities"})
 
 
-def retract_preview(bank: Bank, entity_id: str) -> RetractPreview:
+def retract_preview(bank: BankHandle, entity_id: str) -> RetractPreview:
     con = bank.store.reader()
     entity = entity_row(con, entity_id)
     unit_ids = units_mentioning(con, entity_id)
@@ -138,7 +138,7 @@ def retract_preview(bank: Bank, entity_id: str) -> RetractPreview:
     )
 
 
-def retract_entity(bank: Bank, entity_id: str, *, actor: str = "user") -> Change:
+def retract_entity(bank: BankHandle, entity_id: str, *, actor: str = "user") -> Change:
     """Hide an entity and everything derived from it from recall, reflect and the
     default views. Reversible: `restore_entity`, or `undo`."""
     con = bank.store.reader()
@@ -177,7 +177,7 @@ def retract_entity(bank: Bank, entity_id: str, *, actor: str = "user") -> Change
     )
 
 
-def restore_entity(bank: Bank, entity_id: str, *, actor: str = "user") -> Change:
+def restore_entity(bank: BankHandle, entity_id: str, *, actor: str = "user") -> Change:
     """Bring a retracted entity and what it hid back."""
     con = bank.store.reader()
     entity = entity_row(con, entity_id)

@@ -14,10 +14,10 @@ from core.curate.rows import apply, change_of
 from core.types import Change, EngramError, Kind
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 
-def _step(bank: Bank, *, redo: bool, actor: str) -> Change:
+def _step(bank: BankHandle, *, redo: bool, actor: str) -> Change:
     check_actor(actor)
     with bank.store.transaction() as tx:
         undo_stack, redo_stack = stacks(tx.con)
@@ -55,19 +55,11 @@ def _step(bank: Bank, *, redo: bool, actor: str) -> Change:
     return change_of(current, target) | Change.of(added={Kind.JOB: jobs}) | derived.change()
 
 
-def undo(bank: Bank, *, actor: str = "user") -> Change:
+def undo(bank: BankHandle, *, actor: str = "user") -> Change:
     """Take back the latest curation action still in effect."""
     return _step(bank, redo=False, actor=actor)
 
 
-def redo(bank: Bank, *, actor: str = "user") -> Change:
+def redo(bank: BankHandle, *, actor: str = "user") -> Change:
     """Apply again the action the latest undo took back (a new action clears redo)."""
     return _step(bank, redo=True, actor=actor)
-
-
-def can_undo(bank: Bank) -> bool:
-    return bool(stacks(bank.store.reader())[0])
-
-
-def can_redo(bank: Bank) -> bool:
-    return bool(stacks(bank.store.reader())[1])

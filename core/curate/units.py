@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from core.bank import UNSET
 from core.curate.action import (
     Outcome,
     delete_unit_rows,
@@ -17,13 +16,14 @@ from core.curate.action import (
 from core.curate.memories import confidence_event
 from core.curate.relink import relink_units
 from core.curate.rows import Scope
+from core.handle import validated
 from core.retain.opinions import write_events
 from core.store.bank_store import utcnow
-from core.store.units import insert_mentions
-from core.types import Change, InvalidInputError, Network, NewUnit, Unit
+from core.store.units import UnitFilter, insert_mentions, select_units
+from core.types import UNSET, Change, InvalidInputError, Network, NewUnit, Unit
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 # Deleting more than this many units records only a sample of their texts as the
 # readable state (the row delta holds all of them).
@@ -43,7 +43,7 @@ def _describe(unit: Unit, entity_ids: Sequence[str] | None = None) -> dict[str, 
 
 
 def edit_unit(
-    bank: Bank,
+    bank: BankHandle,
     unit_id: str,
     *,
     text: str | None = None,
@@ -59,7 +59,7 @@ def edit_unit(
     current = bank.unit(unit_id)
     fields: dict[str, Any] = {}
     if text is not None:
-        new_text = bank._validated(NewUnit(text=text)).text
+        new_text = validated(NewUnit(text=text)).text
         if new_text != current.text:
             fields["text"] = new_text
     if network is not None:
@@ -96,7 +96,7 @@ def edit_unit(
     require_entities(bank, new_entities or ())
     if "text" in fields:
         # Embed before the transaction: the model is slow, the write lock is not ours to hold.
-        fields["vector"] = bank.engine.embedder.embed_one(fields["text"]).tolist()
+        fields["vector"] = bank.embedder.embed_one(fields["text"]).tolist()
     relink = bool({"text", "occurred_start", "occurred_end"} & fields.keys()) or (
         new_entities is not None
     )
@@ -150,7 +150,7 @@ def edit_unit(
     )
 
 
-def delete_units(bank: Bank, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+def delete_units(bank: BankHandle, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
     """Delete units with their mentions, links, opinion events and observation rows."""
     if isinstance(unit_ids, str):
         unit_ids = [unit_ids]
@@ -165,7 +165,9 @@ def delete_units(bank: Bank, unit_ids: Sequence[str], *, actor: str = "user") ->
         return Change()
     sample = [
         {"id": u.id, "network": str(u.network), "text": u.text}
-        for u in bank.units(ids=existing[:DESCRIBE_LIMIT], status=None, limit=None)
+        for u in select_units(
+            bank.store.reader(), UnitFilter(ids=existing[:DESCRIBE_LIMIT], status=None), limit=None
+        )
     ]
     involved = entities_of(con, existing)
 

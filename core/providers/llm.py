@@ -776,3 +776,48 @@ class LanguageModel:
             f"Ollama is not reachable at {self.settings.host} — is `ollama serve` running?",
             "unreachable",
         )
+
+
+NO_MODEL = "no language model is chosen (Settings)"
+
+
+class ModelChoice:
+    """Use a model or fall back to rules, and close it if we made it: the one
+    place that decides.
+
+    `given` is the caller's model (the caller closes it); without one the
+    configured model is made (`configured()`, None when none is chosen) and
+    closed here. `model` is the model to use once it answered a probe, else
+    None, and `status` says why (state "none" when there was no model at all).
+    Close the choice (or use it as a context manager) when done."""
+
+    def __init__(
+        self, given: LanguageModel | None, configured: Callable[[], LanguageModel | None]
+    ) -> None:
+        self._owned = given is None
+        self.model = given if given is not None else configured()
+        if self.model is None:
+            self.status = ModelStatus("none", NO_MODEL)
+            return
+        self.status = self.model.probe()
+        if not self.status.ready:
+            self.close()
+
+    @property
+    def why_not(self) -> str:
+        """Why no model is used, for a note ("" when one is)."""
+        if self.model is not None:
+            return ""
+        return self.status.message if self.status.state == "none" else self.status.reason
+
+    def close(self) -> None:
+        """Close the model if it was made here; the choice holds no model after."""
+        if self._owned and self.model is not None:
+            self.model.close()
+        self.model = None
+
+    def __enter__(self) -> ModelChoice:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from core.recall.activation import Activation, Edge, spread
 from core.recall.linkgraph import LinkGraph, link_graph
 from core.recall.settings import activation_params
 from core.recall.timescore import interval_proximity
+from core.recall.trace import ChannelResult
 from core.store.bank_store import BankStore
 from core.store.filters import sql_string, sql_string_list
 from core.store.vectors import occurred_where
@@ -69,27 +70,6 @@ class Scope:
             parts.append(f"coalesce({alias}.occurred_end, {alias}.occurred_start) >= ?")
             params.append(self.start)
         return " AND ".join(parts), params
-
-
-@dataclass
-class ChannelResult:
-    name: str
-    ids: list[str] = field(default_factory=list)
-    scores: list[float] = field(default_factory=list)
-    ms: float = 0.0
-    note: str = ""
-    ran: bool = True
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ran": self.ran,
-            "ids": list(self.ids),
-            "scores": list(self.scores),
-            "ms": self.ms,
-            "note": self.note,
-            **self.details,
-        }
 
 
 def silent(name: str, note: str) -> ChannelResult:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,20 @@ class Fused:
                 for channel, c in self.contributions.items()
             },
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Fused:
+        """A fused entry as a trace's JSON records it (what `to_dict` wrote)."""
+        return cls(
+            str(data["id"]),
+            float(data.get("score", 0.0)),
+            {
+                channel: Contribution(int(c["rank"]), float(c["value"]))
+                for channel, c in (data.get("contributions") or {}).items()
+            },
+            int(data.get("rank", 0)),
+            float(data.get("factor", 1.0)),
+        )
 
 
 def rrf(
@@ -89,8 +104,3 @@ def _ranked(entries: Iterable[Fused]) -> list[Fused]:
     for position, entry in enumerate(ordered, start=1):
         entry.rank = position
     return ordered
-
-
-def rank_by_score(scores: Mapping[str, float]) -> list[str]:
-    """Ids by raw score, highest first (ties by id): how a channel turns scores into ranks."""
-    return [i for i, _ in sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))]

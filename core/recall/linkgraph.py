@@ -165,23 +165,11 @@ class LinkGraph:
         return state
 
     def _load_specificity(self, con) -> None:
-        """specificity(e) = 1 − ln(units mentioning e) / ln(units), clipped to [0, 1].
-
-        The fan effect of associative memory (ACT-R: strength falls with the log
-        of an item's fan) and IDF in one: a link through an entity that nearly
-        every memory mentions (the agent, the user) says little about
-        relatedness; one through a rare entity says a lot."""
-        rows = con.execute(
-            "SELECT entity_id, count(DISTINCT unit_id) FROM mentions GROUP BY entity_id"
-        ).fetchall()
-        total = con.execute("SELECT count(*) FROM units").fetchall()[0][0]
         spec = np.ones(len(self.entities), np.float32)
-        if total > 1:
-            log_total = np.log(total)
-            for entity_id, df in rows:
-                ix = self._entity_index.get(entity_id)
-                if ix is not None:
-                    spec[ix] = min(max(1.0 - np.log(max(df, 1)) / log_total, 0.0), 1.0)
+        for entity_id, value in entity_specificity(con).items():
+            ix = self._entity_index.get(entity_id)
+            if ix is not None:
+                spec[ix] = value
         self.specificity = spec
 
     def _add_delta(self, sources: np.ndarray, columns: tuple[np.ndarray, ...]) -> None:
@@ -241,6 +229,27 @@ class LinkGraph:
                 )
             ]
         return out
+
+
+def entity_specificity(con) -> dict[str, float]:
+    """specificity(e) = 1 − ln(units mentioning e) / ln(units), clipped to [0, 1],
+    for every mentioned entity.
+
+    The fan effect of associative memory (ACT-R: strength falls with the log
+    of an item's fan) and IDF in one: a link through an entity that nearly
+    every memory mentions (the agent, the user) says little about
+    relatedness; one through a rare entity says a lot."""
+    rows = con.execute(
+        "SELECT entity_id, count(DISTINCT unit_id) FROM mentions GROUP BY entity_id"
+    ).fetchall()
+    total = con.execute("SELECT count(*) FROM units").fetchall()[0][0]
+    if total <= 1:
+        return {entity_id: 1.0 for entity_id, _df in rows}
+    log_total = float(np.log(total))
+    return {
+        entity_id: min(max(1.0 - float(np.log(max(df, 1))) / log_total, 0.0), 1.0)
+        for entity_id, df in rows
+    }
 
 
 def _empty_columns() -> tuple[np.ndarray, ...]:

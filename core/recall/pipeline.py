@@ -8,9 +8,10 @@ The graph is seeded from the best semantic and lexical hits fused. Speakers
 the query names (focus.py) decide who, not what: their facts are lifted after
 fusion, and their names are left out of the text the semantic channel embeds.
 
-Every stage writes into the trace (core/recall/trace.py documents its
-layout), so a person can see why each fact was returned and why others were
-not. Nothing here writes to the bank.
+Each stage is a function here (`_request`, `_speakers`, `_retrieve`, `_fuse`,
+`_rerank`, `_pack`, `_observations`; `_stages` runs them in order) and records
+what it did in the typed trace (core/recall/trace.py), so a person can see why
+each fact was returned and why others were not. The one write is the access count of what was returned (`count_access`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,7 +30,7 @@ from core.recall import channels as ch
 from core.recall import focus
 from core.recall.activation import Activation
 from core.recall.diversity import mmr
-from core.recall.fusion import boost, rrf
+from core.recall.fusion import Fused, boost, rrf
 from core.recall.packing import TOKEN_COUNTS, pack, spread_sources
 from core.recall.rerank import (
     Candidate,
@@ -40,13 +42,23 @@ from core.recall.rerank import (
 )
 from core.recall.result import RecallItem, RecallResult
 from core.recall.settings import CHANNELS, LEVELS, mu, resolve
-from core.recall.trace import iso, new_trace
+from core.recall.trace import (
+    Focus,
+    ObservationsTrace,
+    PackingTrace,
+    QueryInterval,
+    RecallTrace,
+    RerankScore,
+    RerankTrace,
+    SkippedFact,
+)
 from core.store.bank_store import utcnow
-from core.store.units import get_units, get_vectors
+from core.store.units import get_units, get_vectors, record_access
+from core.timeparse import naive_utc
 from core.types import InvalidInputError, Network, Unit, UnitStatus
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 # A query is cut before the parts that cannot use more: the embedding model
 # reads 256 word pieces (~1,000 characters of English), BM25 its first 64 terms.
@@ -70,7 +82,7 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def recall(
-    bank: Bank,
+    bank: BankHandle,
     query: str,
     budget_tokens: int = 1024,
     networks: Network | str | Sequence[Network | str] | None = None,
@@ -83,6 +95,7 @@ def recall(
     end: datetime | None = None,
     observation_budget: int = 0,
     settings: Mapping[str, Any] | None = None,
+    count_access: bool = True,
 ) -> RecallResult:
     """Recall what `bank` holds about `query`, packed into `budget_tokens`.
 
@@ -97,8 +110,141 @@ def recall(
     - observation_budget: tokens for the observations (entity profiles) of the
       entities in the packed facts, on top of `budget_tokens` (default 0: none).
     - settings: overrides of `recall.*` settings for this call.
+    - count_access: count this recall in each returned unit's `access_count` and
+      `last_accessed_at` (the one write recall makes). Callers that only inspect
+      recall (the studio's recall debugger, benchmarks) pass False.
     """
     t_start = time.perf_counter()
+    request = _request(
+        bank,
+        query,
+        budget_tokens,
+        networks,
+        now,
+        level,
+        reranker,
+        channels,
+        start,
+        end,
+        observation_budget,
+        settings,
+    )
+    result = _stages(bank, request, t_start)
+    if count_access:
+        ids = [i.unit_id for i in (*result.items, *result.observations)]
+        if ids:
+            with bank.store.transaction() as tx:
+                record_access(tx.con, ids, utcnow())
+    return result
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One recall's checked arguments and the settings it runs with."""
+
+    query: str
+    budget: int
+    observation_budget: int
+    level: str
+    k: int  # candidates per channel
+    networks: tuple[str, ...]
+    channels: tuple[str, ...]
+    now: datetime | None
+    scope: ch.Scope
+    cfg: Mapping[str, Any]
+    ranker: Reranker
+    reference: datetime
+    reference_source: str
+
+
+@dataclass
+class _Retrieved:
+    """What the channels found: each channel's result, the spreading that fed the
+    graph, and the time the query names (if any)."""
+
+    results: dict[str, ch.ChannelResult] = field(default_factory=dict)
+    activation: Activation | None = None
+    interval: Any = None
+
+
+@dataclass
+class _Reranked:
+    """The candidates in their final order, each with its reranked score."""
+
+    ranked: list[Candidate]
+    scores: list[float]
+    units: dict[str, Unit]
+
+
+def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult:
+    """The stages in order, each timed into the trace; a stage with nothing to
+    hand on ends the recall early (with a note saying why)."""
+    trace = _new_trace(request)
+    timings = trace.timings_ms
+
+    def finish(items=(), observations=(), used=0) -> RecallResult:
+        timings["total"] = _ms(t_start)
+        timings["total_excluding_embedding"] = timings["total"] - timings.get("embed", 0.0)
+        return RecallResult(
+            query=request.query,
+            items=tuple(items),
+            reranker=request.ranker.name,
+            trace=trace,
+            budget=request.budget,
+            tokens_used=used,
+            observations=tuple(observations),
+        )
+
+    if not request.networks:
+        trace.notes.append("no networks selected: nothing to recall")
+        return finish()
+    if not ch.has_words(request.query):
+        trace.notes.append("the query has no letters or digits: nothing to recall")
+        return finish()
+
+    t0 = time.perf_counter()
+    who, semantic_query = _speakers(bank.store, request, trace)
+    timings["speakers"] = _ms(t0)
+
+    retrieved = _retrieve(bank, request, semantic_query, trace)
+
+    t0 = time.perf_counter()
+    fused = _fuse(bank.store, request, retrieved.results, who, trace)
+    timings["fusion"] = _ms(t0)
+    if not fused:
+        trace.notes.append("no channel returned anything")
+        return finish()
+
+    reranked = _rerank(bank.store, request, fused, retrieved.interval, trace)
+
+    t0 = time.perf_counter()
+    items, used = _pack(bank, request, reranked, trace)
+    timings["packing"] = _ms(t0)
+
+    observations: list[RecallItem] = []
+    if request.observation_budget > 0 and items:
+        t0 = time.perf_counter()
+        observations = _observations(bank, items, request.observation_budget, trace)
+        timings["observations"] = _ms(t0)
+    return finish(items, observations, used)
+
+
+def _request(
+    bank: BankHandle,
+    query: Any,
+    budget_tokens: Any,
+    networks: Any,
+    now: Any,
+    level: Any,
+    reranker: Reranker | str | None,
+    channels: Any,
+    start: Any,
+    end: Any,
+    observation_budget: Any,
+    settings: Mapping[str, Any] | None,
+) -> _Request:
+    """The arguments checked (InvalidInputError naming the bad one), the bank's
+    settings with this call's overrides, and the reference time for the query."""
     query = _check_query(query)
     budget = _check_budget(budget_tokens, "budget_tokens")
     obs_budget = _check_budget(observation_budget, "observation_budget")
@@ -114,75 +260,78 @@ def recall(
     except (KeyError, ValueError, TypeError) as error:
         raise InvalidInputError(str(error)) from None
     ranker = _choose_reranker(reranker, cfg)
-    k = LEVELS[level]
-    scope = ch.Scope(nets, start, end)
-    store = bank.store
-
     if now is not None:
         reference, reference_source = now, "now"
     else:
-        latest = _latest_activity(store)
+        latest = _latest_activity(bank.store)
         reference, reference_source = (latest, "latest activity") if latest else (utcnow(), "clock")
-
-    trace = new_trace(
-        query=query[:MAX_TRACE_QUERY_CHARS],
-        query_chars=len(query),
+    return _Request(
+        query=query,
         budget=budget,
+        observation_budget=obs_budget,
         level=level,
-        candidates_per_channel=k,
-        networks=list(nets),
-        filters={"start": iso(start), "end": iso(end)},
-        now=iso(now),
-        reference_time=iso(reference),
+        k=LEVELS[level],
+        networks=nets,
+        channels=wanted,
+        now=now,
+        scope=ch.Scope(nets, start, end),
+        cfg=cfg,
+        ranker=ranker,
+        reference=reference,
         reference_source=reference_source,
-        settings=dict(cfg),
-        channels_requested=list(wanted),
     )
-    trace["rerank"]["name"] = ranker.name
-    trace["packing"]["budget"] = budget
-    trace["observations"]["budget"] = obs_budget
-    timings: dict[str, float] = {}
-    trace["timings_ms"] = timings
 
-    def finish(items=(), observations=(), used=0) -> RecallResult:
-        timings["total"] = _ms(t_start)
-        timings["total_excluding_embedding"] = timings["total"] - timings.get("embed", 0.0)
-        return RecallResult(
-            query=query,
-            items=tuple(items),
-            reranker=ranker.name,
-            trace=trace,
-            budget=budget,
-            tokens_used=used,
-            observations=tuple(observations),
-        )
 
-    if not nets:
-        trace["notes"].append("no networks selected: nothing to recall")
-        return finish()
-    if not ch.has_words(query):
-        trace["notes"].append("the query has no letters or digits: nothing to recall")
-        return finish()
+def _new_trace(request: _Request) -> RecallTrace:
+    return RecallTrace(
+        query=request.query[:MAX_TRACE_QUERY_CHARS],
+        query_chars=len(request.query),
+        budget=request.budget,
+        level=request.level,
+        candidates_per_channel=request.k,
+        networks=list(request.networks),
+        start=request.scope.start,
+        end=request.scope.end,
+        now=request.now,
+        reference_time=request.reference,
+        reference_source=request.reference_source,
+        settings=dict(request.cfg),
+        channels_requested=list(request.channels),
+        rerank=RerankTrace(name=request.ranker.name),
+        packing=PackingTrace(budget=request.budget),
+        observations=ObservationsTrace(budget=request.observation_budget),
+    )
 
-    # -- who the query is about -----------------------------------------------
-    t0 = time.perf_counter()
+
+def _speakers(store, request: _Request, trace: RecallTrace) -> tuple[focus.Speakers, str]:
+    """Who the query is about, and the text the semantic channel embeds (without
+    their names, when the bank's settings say so: the names say who, not what)."""
+    query = request.query
     who = focus.speakers(store, query[:MAX_LEXICAL_CHARS])
-    semantic_query = who.without_names(query) if cfg["recall.embed_without_speakers"] else query
-    trace["speakers_named"] = list(who.named)
-    trace["semantic_query"] = semantic_query[:MAX_TRACE_QUERY_CHARS]
+    semantic_query = (
+        who.without_names(query) if request.cfg["recall.embed_without_speakers"] else query
+    )
+    trace.speakers_named = list(who.named)
+    trace.semantic_query = semantic_query[:MAX_TRACE_QUERY_CHARS]
     if semantic_query != query:
-        trace["notes"].append(
+        trace.notes.append(
             f"the semantic channel embedded {semantic_query[:200]!r}: the speakers'"
             " names say who, not what"
         )
-    timings["speakers"] = _ms(t0)
+    return who, semantic_query
 
-    # -- channels ---------------------------------------------------------------
-    # The graph is seeded from the best semantic and lexical hits, so it runs
-    # once both are in (and they run for it even when not asked for).
+
+def _retrieve(
+    bank: BankHandle, request: _Request, semantic_query: str, trace: RecallTrace
+) -> _Retrieved:
+    """The four channels. The graph is seeded from the best semantic and lexical
+    hits, so it runs once both are in (and they run for it even when not asked for)."""
+    store, query, k, scope, cfg = bank.store, request.query, request.k, request.scope, request.cfg
+    wanted = request.channels
+    timings = trace.timings_ms
     pool = _executor()
-    results: dict[str, ch.ChannelResult] = {}
-    activation: Activation | None = None
+    out = _Retrieved()
+    results = out.results
     t_channels = time.perf_counter()
     want_graph = "graph" in wanted
     lexical_future: Future | None = None
@@ -192,26 +341,24 @@ def recall(
     vector: np.ndarray | None = None
     if {"semantic", "graph", "temporal"} & set(wanted):
         t0 = time.perf_counter()
-        vector = bank.engine.embedder.embed_one(semantic_query[:MAX_EMBED_CHARS])
+        vector = bank.embedder.embed_one(semantic_query[:MAX_EMBED_CHARS])
         timings["embed"] = _ms(t0)
 
     semantic_future: Future | None = None
     if vector is not None and ("semantic" in wanted or want_graph):
         semantic_future = pool.submit(ch.semantic, store, vector, k, scope)
 
-    interval = None
     if "temporal" in wanted:
         t0 = time.perf_counter()
-        interval, why = _parse_interval(query[:MAX_TIME_CHARS], reference)
+        interval, why = _parse_interval(query[:MAX_TIME_CHARS], request.reference)
         timings["parse_time"] = _ms(t0)
         if interval is None:
             results["temporal"] = ch.silent("temporal", why)
         else:
-            trace["interval"] = {
-                "start": iso(interval.start),
-                "end": iso(interval.end),
-                "text": getattr(interval, "text", ""),
-            }
+            out.interval = interval
+            trace.interval = QueryInterval(
+                interval.start, interval.end, getattr(interval, "text", "")
+            )
             results["temporal"] = ch.temporal(
                 store,
                 vector,
@@ -231,17 +378,26 @@ def recall(
     results.update((name, result) for name, result in direct.items() if name in wanted)
     if want_graph:
         seeds = _seeds(store, vector, direct, cfg)
-        results["graph"], activation = ch.graph(store, seeds, k, scope, cfg, mu(cfg), vector)
+        results["graph"], out.activation = ch.graph(store, seeds, k, scope, cfg, mu(cfg), vector)
     # Wall time of the four channels together, the query embedding not counted.
     timings["channels"] = _ms(t_channels) - timings.get("embed", 0.0)
     for name in CHANNELS:
         if name in results:
             timings[name] = results[name].ms
-    trace["channels"] = {name: results[name].to_dict() for name in CHANNELS if name in results}
-    trace["activation"] = activation.to_dict() if activation is not None else None
+    trace.channels = {name: results[name] for name in CHANNELS if name in results}
+    trace.activation = out.activation.to_dict() if out.activation is not None else None
+    return out
 
-    # -- fusion -----------------------------------------------------------------
-    t0 = time.perf_counter()
+
+def _fuse(
+    store,
+    request: _Request,
+    results: Mapping[str, ch.ChannelResult],
+    who: focus.Speakers,
+    trace: RecallTrace,
+) -> list[Fused]:
+    """Reciprocal rank fusion of the channels that ran, then speaker focus."""
+    cfg = request.cfg
     fused = rrf(
         {name: results[name].ids for name in CHANNELS if name in results and results[name].ran},
         k=float(cfg["recall.rrf_k"]),
@@ -251,18 +407,21 @@ def recall(
     if factor != 1.0 and who.focused:
         spoken = focus.spoken_by(store, [f.id for f in fused], who.focused)
         fused = boost(fused, spoken, factor)
-        trace["focus"] = {"speakers": list(who.focused), "factor": factor, "units": sorted(spoken)}
-        trace["notes"].append(
+        trace.focus = Focus(tuple(who.focused), factor, tuple(sorted(spoken)))
+        trace.notes.append(
             f"speaker focus: {len(spoken)} candidates spoken by "
             f"{' or '.join(who.focused)} count ×{factor:g}"
         )
-    trace["fused"] = [f.to_dict() for f in fused]
-    timings["fusion"] = _ms(t0)
-    if not fused:
-        trace["notes"].append("no channel returned anything")
-        return finish()
+    trace.fused = list(fused)
+    return fused
 
-    # -- rerank -----------------------------------------------------------------
+
+def _rerank(
+    store, request: _Request, fused: list[Fused], interval: Any, trace: RecallTrace
+) -> _Reranked:
+    """The active candidates scored by the reranker, then diversified (MMR over
+    their vectors, and spread across sources) as the settings ask."""
+    cfg, timings = request.cfg, trace.timings_ms
     t0 = time.perf_counter()
     units = get_units(store.reader(), [f.id for f in fused])
     timings["load"] = _ms(t0)
@@ -283,11 +442,12 @@ def recall(
     ]
     t0 = time.perf_counter()
     context = RerankContext(
-        now=reference,
+        now=request.reference,
         interval_start=interval.start if interval is not None else None,
         interval_end=interval.end if interval is not None else None,
     )
-    scores = ranker.score(query[:MAX_RERANK_CHARS], candidates, context)
+    ranker = request.ranker
+    scores = ranker.score(request.query[:MAX_RERANK_CHARS], candidates, context)
     if len(scores) != len(candidates):
         raise RuntimeError(f"reranker {ranker.name} returned {len(scores)} scores")
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].fused_rank))
@@ -304,49 +464,40 @@ def recall(
         spread = spread_sources([units[candidates[i].unit_id].source_ids for i in order], window)
         order = [order[j] for j in spread]
     ranked = [candidates[i] for i in order]
-    ranked_scores = [float(scores[i]) for i in order]
-    trace["rerank"].update(
-        ms=_ms(t0),
-        scores=[
-            {"id": c.unit_id, "score": float(s), "fused_rank": c.fused_rank}
-            for c, s in zip(candidates, scores, strict=True)
-        ],
-        order=[c.unit_id for c in ranked],
-    )
-    timings["rerank"] = trace["rerank"]["ms"]
+    trace.rerank.ms = _ms(t0)
+    trace.rerank.scores = [
+        RerankScore(c.unit_id, float(s), c.fused_rank)
+        for c, s in zip(candidates, scores, strict=True)
+    ]
+    trace.rerank.order = [c.unit_id for c in ranked]
+    timings["rerank"] = trace.rerank.ms
+    return _Reranked(ranked, [float(scores[i]) for i in order], units)
 
-    # -- packing ----------------------------------------------------------------
-    t0 = time.perf_counter()
-    tokens = TOKEN_COUNTS.count(bank.engine.embedder, [c.text for c in ranked])
-    # An observation (an entity profile) gets at most a fair share of the budget.
-    share = max(1, int(budget * float(cfg["recall.observation_max_share"])))
+
+def _pack(
+    bank: BankHandle, request: _Request, reranked: _Reranked, trace: RecallTrace
+) -> tuple[list[RecallItem], int]:
+    """Greedy packing in reranked order under the budget; an observation (an
+    entity profile) gets at most a fair share of it. Returns the items and the
+    tokens they use."""
+    ranked, budget = reranked.ranked, request.budget
+    tokens = TOKEN_COUNTS.count(bank.embedder, [c.text for c in ranked])
+    share = max(1, int(budget * float(request.cfg["recall.observation_max_share"])))
     observation = Network.OBSERVATION.value
     packed = pack(tokens, budget, [share if c.network == observation else None for c in ranked])
     items = [
-        _item(units[ranked[i].unit_id], ranked_scores[i], tokens[i], i + 1) for i in packed.taken
+        _item(reranked.units[ranked[i].unit_id], reranked.scores[i], tokens[i], i + 1)
+        for i in packed.taken
     ]
-    trace["packing"].update(
-        order=[c.unit_id for c in ranked],
-        tokens={c.unit_id: n for c, n in zip(ranked, tokens, strict=True)},
-        packed=[item.unit_id for item in items],
-        skipped=[
-            {
-                "id": ranked[i].unit_id,
-                "tokens": tokens[i],
-                "left": _left_at(tokens, packed.taken, i, budget),
-            }
-            for i in packed.skipped
-        ],
-        tokens_used=packed.used,
-    )
-    timings["packing"] = _ms(t0)
-
-    observations: list[RecallItem] = []
-    if obs_budget > 0 and items:
-        t0 = time.perf_counter()
-        observations = _observations(bank, items, obs_budget, trace)
-        timings["observations"] = _ms(t0)
-    return finish(items, observations, packed.used)
+    trace.packing.order = [c.unit_id for c in ranked]
+    trace.packing.tokens = {c.unit_id: n for c, n in zip(ranked, tokens, strict=True)}
+    trace.packing.packed = [item.unit_id for item in items]
+    trace.packing.skipped = [
+        SkippedFact(ranked[i].unit_id, tokens[i], _left_at(tokens, packed.taken, i, budget))
+        for i in packed.skipped
+    ]
+    trace.packing.tokens_used = packed.used
+    return items, packed.used
 
 
 def _seeds(
@@ -417,7 +568,7 @@ def _left_at(tokens: Sequence[int], taken: Sequence[int], index: int, budget: in
 
 
 def _observations(
-    bank: Bank, items: list[RecallItem], budget: int, trace: dict
+    bank: BankHandle, items: list[RecallItem], budget: int, trace: RecallTrace
 ) -> list[RecallItem]:
     """Observations of the entities the packed facts mention, the most mentioned
     entities first, greedily under their own budget."""
@@ -447,16 +598,14 @@ def _observations(
         return []
     units = get_units(con, order)
     order = [u for u in order if u in units]
-    tokens = TOKEN_COUNTS.count(bank.engine.embedder, [units[u].text for u in order])
+    tokens = TOKEN_COUNTS.count(bank.embedder, [units[u].text for u in order])
     # With others waiting, no one observation takes more than half of their budget.
     limit = budget // 2 if len(order) > 1 else None
     packed = pack(tokens, budget, [limit] * len(order))
-    trace["observations"].update(
-        packed=[order[i] for i in packed.taken],
-        skipped=[order[i] for i in packed.skipped],
-        tokens_used=packed.used,
-        tokens={u: n for u, n in zip(order, tokens, strict=True)},
-    )
+    trace.observations.packed = [order[i] for i in packed.taken]
+    trace.observations.skipped = [order[i] for i in packed.skipped]
+    trace.observations.tokens_used = packed.used
+    trace.observations.tokens = {u: n for u, n in zip(order, tokens, strict=True)}
     return [_item(units[order[i]], 0.0, tokens[i], n + 1) for n, i in enumerate(packed.taken)]
 
 
@@ -536,9 +685,7 @@ def _naive_utc(value: datetime | None, name: str) -> datetime | None:
         return None
     if not isinstance(value, datetime):
         raise InvalidInputError(f"{name} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value
+    return naive_utc(value)
 
 
 def _ms(since: float) -> float:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.recall.trace import RecallTrace
 
 
 @dataclass(frozen=True)
@@ -43,12 +46,13 @@ class RecallItem:
 @dataclass(frozen=True)
 class RecallResult:
     """`items` fit `budget` tokens together; `observations` (entity profiles) have
-    their own budget. `trace` is plain JSON-serialisable data (see core/recall/trace.py)."""
+    their own budget. `trace` is what each stage did (typed, see core/recall/trace.py;
+    `trace.to_dict()` is its JSON)."""
 
     query: str
     items: tuple[RecallItem, ...]
     reranker: str
-    trace: dict[str, Any]
+    trace: RecallTrace
     budget: int
     tokens_used: int
     observations: tuple[RecallItem, ...] = field(default=())
@@ -70,7 +74,7 @@ class RecallResult:
             "reranker": self.reranker,
             "items": [item.to_dict() for item in self.items],
             "observations": [item.to_dict() for item in self.observations],
-            "trace": self.trace,
+            "trace": self.trace.to_dict(),
         }
 
     def to_json(self, indent: int | None = None, trace: bool = True) -> str:

@@ -9,8 +9,8 @@ opinion's confidence through its events.
 
 from core.reflect.disposition import system_prompt, verbalise
 from core.reflect.history import changed_between, confidence_at, opinions, replay, trajectory
+from core.reflect.keeping import get_reflection, list_reflections
 from core.reflect.reflect import commit_reflection, compare, reflect
-from core.reflect.store import get_reflection, list_reflections
 from core.reflect.values import (
     OFFLINE_MODE,
     Comparison,

@@ -29,7 +29,7 @@ from core.retain.opinions import OpinionState, apply_evidence, assess_rules, loa
 from core.types import BankProfile, Disposition, new_id
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
     from core.providers.llm import LanguageModel
 
 # A proposed opinion at least this close (cosine) to an existing one is an update of it.
@@ -178,7 +178,7 @@ def ask_opinions(
     )
 
 
-def _entity_index(bank: Bank) -> dict[str, str]:
+def _entity_index(bank: BankHandle) -> dict[str, str]:
     index: dict[str, str] = {}
     for entity in list_entities(bank.store.reader()):
         for name in (entity.name, *entity.aliases):
@@ -187,7 +187,7 @@ def _entity_index(bank: Bank) -> dict[str, str]:
 
 
 def plan_opinions(
-    bank: Bank, proposals: Sequence[ProposedOpinion], query: str
+    bank: BankHandle, proposals: Sequence[ProposedOpinion], query: str
 ) -> tuple[list[FormedOpinion], dict[str, tuple[float, ...]]]:
     """Decide for each proposal: a new opinion, or an update of an existing similar one.
 
@@ -198,7 +198,7 @@ def plan_opinions(
         return [], {}
     alpha = float(bank.config["retain.opinion_alpha"])
     states: dict[str, OpinionState] = load_opinions(bank.store.reader())
-    vectors = np.asarray(bank.engine.embedder.embed([p.text for p in proposals]), np.float32)
+    vectors = np.asarray(bank.embedder.embed([p.text for p in proposals]), np.float32)
     entities = _entity_index(bank)
     planned: list[FormedOpinion] = []
     new_vectors: dict[str, tuple[float, ...]] = {}

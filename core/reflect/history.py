@@ -12,14 +12,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from core.reflect.store import list_reflections
+from core.reflect.keeping import list_reflections
 from core.reflect.values import OpinionChange, OpinionTrajectory, TrajectoryStep
 from core.retain.opinions import FORMED, OpinionEvent, Relation, apply_evidence, events_of
-from core.store.units import get_units
+from core.store.units import UnitFilter, get_units, select_units
+from core.timeparse import naive_utc
 from core.types import EngramError, InvalidInputError, Network, Unit
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 _EVENT_COLUMNS = (
     "id, opinion_id, happened_at, relation, confidence_before, confidence_after,"
@@ -28,14 +29,14 @@ _EVENT_COLUMNS = (
 _ASSESSMENTS = {r.value for r in Relation}
 
 
-def _opinion(bank: Bank, opinion_id: str) -> Unit:
+def _opinion(bank: BankHandle, opinion_id: str) -> Unit:
     unit = bank.unit(opinion_id)
     if unit.network is not Network.OPINION:
         raise EngramError(f"unit {opinion_id!r} is a {unit.network.value} fact, not an opinion")
     return unit
 
 
-def trajectory(bank: Bank, opinion_id: str) -> OpinionTrajectory:
+def trajectory(bank: BankHandle, opinion_id: str) -> OpinionTrajectory:
     """The opinion, and every step of its history oldest first, with evidence and reasons."""
     opinion = _opinion(bank, opinion_id)
     con = bank.store.reader()
@@ -59,7 +60,7 @@ def trajectory(bank: Bank, opinion_id: str) -> OpinionTrajectory:
 
 
 def opinions(
-    bank: Bank,
+    bank: BankHandle,
     entity: str | None = None,
     *,
     min_confidence: float | None = None,
@@ -67,18 +68,12 @@ def opinions(
 ) -> list[Unit]:
     """Active opinions, most confident first; with `entity` (an id, name or alias),
     only those about it."""
-    return bank.units(
-        Network.OPINION,
-        entity=entity,
-        min_confidence=min_confidence,
-        order="confidence",
-        descending=True,
-        limit=limit,
-    )
+    flt = UnitFilter(network=Network.OPINION, entity=entity, min_confidence=min_confidence)
+    return select_units(bank.store.reader(), flt, order="confidence", descending=True, limit=limit)
 
 
 def changed_between(
-    bank: Bank, start: datetime | None = None, end: datetime | None = None
+    bank: BankHandle, start: datetime | None = None, end: datetime | None = None
 ) -> list[OpinionChange]:
     """Opinions with events in [start, end), each with those events, most recently
     changed first."""
@@ -87,10 +82,10 @@ def changed_between(
     clauses, params = [], []
     if start is not None:
         clauses.append("happened_at >= ?")
-        params.append(_naive(start))
+        params.append(naive_utc(start))
     if end is not None:
         clauses.append("happened_at < ?")
-        params.append(_naive(end))
+        params.append(naive_utc(end))
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     con = bank.store.reader()
     rows = con.execute(
@@ -126,7 +121,7 @@ def replay(events: Sequence[OpinionEvent], alpha: float) -> list[float]:
     return out
 
 
-def confidence_at(bank: Bank, opinion_id: str, when: datetime) -> float | None:
+def confidence_at(bank: BankHandle, opinion_id: str, when: datetime) -> float | None:
     """The opinion's confidence at `when`, replayed from its events up to then;
     None before it was formed.
 
@@ -136,7 +131,7 @@ def confidence_at(bank: Bank, opinion_id: str, when: datetime) -> float | None:
     without a `formed` event, held its first step's starting value (or, with no
     events at all, its stored confidence) from its creation on."""
     opinion = _opinion(bank, opinion_id)
-    when = _naive(when)
+    when = naive_utc(when)
     history = events_of(bank.store.reader(), opinion_id)
     past = [e for e in history if e.happened_at <= when]
     if past:
@@ -151,12 +146,3 @@ def confidence_at(bank: Bank, opinion_id: str, when: datetime) -> float | None:
     if first.relation != FORMED and first.confidence_before is not None:
         return float(first.confidence_before)
     return None
-
-
-def _naive(value: datetime) -> datetime:
-    """The engine stores naive UTC; an aware time is converted to it."""
-    if value.tzinfo is None:
-        return value
-    from datetime import UTC
-
-    return value.astimezone(UTC).replace(tzinfo=None)

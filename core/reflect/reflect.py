@@ -20,8 +20,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from core.providers.llm import LanguageModel, LanguageModelError
-from core.reflect import offline, store
+from core.providers.llm import LanguageModel, LanguageModelError, ModelChoice
+from core.recall.pipeline import recall
+from core.reflect import keeping, offline
 from core.reflect.disposition import system_prompt
 from core.reflect.formation import ProposedOpinion, ask_opinions, plan_opinions
 from core.reflect.prompt import answer_prompt, bank_time, evidence_from
@@ -39,7 +40,7 @@ from core.store.units import get_units
 from core.types import BankProfile, Change, Disposition, InvalidInputError, new_id
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
     from core.recall.result import RecallResult
 
 MIN_COMPARE = 2
@@ -69,17 +70,18 @@ class _Context:
 
 
 def _prepare(
-    bank: Bank,
+    bank: BankHandle,
     query: str,
     budget_tokens: int,
     llm: LanguageModel | None,
     now: datetime | None,
-) -> tuple[_Context, bool]:
-    """Recall once and decide the mode. Returns the context and whether the
-    language model was created here (and so must be closed here)."""
+) -> tuple[_Context, ModelChoice]:
+    """Recall once and decide the mode. Returns the context and the model
+    choice (to close when done: it closes a model made here)."""
     if not isinstance(budget_tokens, int) or budget_tokens <= 0:
         raise InvalidInputError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
-    result = bank.recall(
+    result = recall(
+        bank,
         query,
         budget_tokens=budget_tokens,
         now=now,
@@ -92,18 +94,9 @@ def _prepare(
     # The reflection's own time: the reference time asked for, else the newest evidence.
     times = [t for t in (bank_time(u) for u in units.values()) if t is not None]
     as_of = now or (max(times) if times else None)
-    owned = llm is None
-    lm = llm if llm is not None else bank.engine.language_model()
-    notes: tuple[str, ...] = ()
-    if lm is None:
-        notes = ("no language model is chosen (Settings): the reflection is extractive",)
-    else:
-        status = lm.probe()
-        if not status.ready:
-            notes = (f"{status.reason}: the reflection is extractive",)
-            if owned:
-                lm.close()
-            lm, owned = None, False
+    choice = ModelChoice(llm, bank.language_model)
+    lm = choice.model
+    notes = () if lm is not None else (f"{choice.why_not}: the reflection is extractive",)
     context = _Context(
         query=query,
         profile=bank.profile(),
@@ -116,7 +109,7 @@ def _prepare(
         notes=notes,
         as_of=as_of,
     )
-    return context, owned and lm is not None
+    return context, choice
 
 
 def _fallen_back(ctx: _Context, error: ReflectionError) -> _Context:
@@ -160,7 +153,7 @@ def _answer(ctx: _Context, disposition: Disposition) -> _Answered:
 
 
 def _llm_reflection(
-    bank: Bank, ctx: _Context, disposition: Disposition, answered: _Answered
+    bank: BankHandle, ctx: _Context, disposition: Disposition, answered: _Answered
 ) -> Reflection:
     planned, vectors = plan_opinions(bank, answered.proposals, ctx.query)
     return Reflection(
@@ -224,7 +217,7 @@ def _failed(ctx: _Context, disposition: Disposition, error: ReflectionError) -> 
 
 
 def reflect(
-    bank: Bank,
+    bank: BankHandle,
     query: str,
     disposition: Disposition | None = None,
     budget_tokens: int = 4096,
@@ -240,7 +233,7 @@ def reflect(
     written). When it answers but gives no usable opinions, the reflection says
     why in `opinion_error` and forms none."""
     disposition = disposition or bank.profile().disposition
-    ctx, owned = _prepare(bank, query, budget_tokens, llm, now)
+    ctx, choice = _prepare(bank, query, budget_tokens, llm, now)
     try:
         if ctx.lm is None:
             reflection = _offline_reflection(ctx, disposition)
@@ -256,16 +249,15 @@ def reflect(
             else:
                 reflection = _llm_reflection(bank, ctx, disposition, answered)
     finally:
-        if owned and ctx.lm is not None:
-            ctx.lm.close()
+        choice.close()
     if commit:
         with _commit_lock:
-            return store.commit(bank, reflection)[1]
+            return keeping.commit(bank, reflection)[1]
     return reflection
 
 
 def compare(
-    bank: Bank,
+    bank: BankHandle,
     query: str,
     dispositions: Sequence[Disposition],
     budget_tokens: int = 4096,
@@ -285,7 +277,7 @@ def compare(
         )
     if not all(isinstance(d, Disposition) for d in dispositions):
         raise InvalidInputError("compare takes Disposition values")
-    ctx, owned = _prepare(bank, query, budget_tokens, llm, now)
+    ctx, choice = _prepare(bank, query, budget_tokens, llm, now)
     try:
         if ctx.lm is None:
             reflections = [_offline_reflection(ctx, d) for d in dispositions]
@@ -313,8 +305,7 @@ def compare(
                 for d, out in zip(dispositions, outcomes, strict=True)
             ]
     finally:
-        if owned and ctx.lm is not None:
-            ctx.lm.close()
+        choice.close()
     return Comparison(query=query, reflections=tuple(reflections), recall=ctx.recall)
 
 
@@ -322,7 +313,9 @@ def compare(
 _commit_lock = threading.Lock()
 
 
-def commit_reflection(bank: Bank, reflection: Reflection, *, apply_opinions: bool = True) -> Change:
+def commit_reflection(
+    bank: BankHandle, reflection: Reflection, *, apply_opinions: bool = True
+) -> Change:
     """Keep `reflection`: store its record and apply exactly its opinions.
 
     Each planned step is re-applied to the opinion as it is now. A reflection
@@ -330,4 +323,4 @@ def commit_reflection(bank: Bank, reflection: Reflection, *, apply_opinions: boo
     if not isinstance(reflection, Reflection):
         raise InvalidInputError("commit_reflection takes a Reflection")
     with _commit_lock:
-        return store.commit(bank, reflection, apply_opinions=apply_opinions)[0]
+        return keeping.commit(bank, reflection, apply_opinions=apply_opinions)[0]

@@ -39,7 +39,7 @@ import duckdb
 import pyarrow as pa
 from rapidfuzz import fuzz, process
 
-from core.types import Entity, UnitStatus, new_id
+from core.types import EngramError, Entity, UnitStatus, new_id
 
 SPECIFIC_TYPES = frozenset({"person", "org", "place", "product"})
 ENTITY_TYPES = ("person", "org", "place", "product", "concept", "other")
@@ -619,6 +619,26 @@ def entity_comentions(
 def get_entity(con: duckdb.DuckDBPyConnection, entity_id: str) -> Entity | None:
     rows = con.execute(f"{_ENTITY_SELECT} WHERE e.id = ? {_ENTITY_GROUP}", [entity_id]).fetchall()
     return _row_to_entity(rows[0]) if rows else None
+
+
+def resolve_entity(con: duckdb.DuckDBPyConnection, ref: str, bank_name: str) -> str:
+    """An entity id from an id, a name or an alias (case-insensitive); none, or
+    several equally named, is an EngramError."""
+    rows = con.execute(
+        "SELECT id, name, status FROM entities WHERE id = $r OR lower(name) = lower($r)"
+        " OR list_contains(list_transform(aliases, lambda a: lower(a)), lower($r))"
+        " ORDER BY id = $r DESC, lower(name) = lower($r) DESC, status, id",
+        {"r": ref},
+    ).fetchall()
+    if not rows:
+        raise EngramError(f"no entity {ref!r} in bank {bank_name!r}")
+    if rows[0][0] == ref:
+        return ref
+    exact = [r for r in rows if r[1].lower() == ref.lower()] or rows
+    if len(exact) > 1:
+        listed = ", ".join(f"{r[1]} ({r[0]}, {r[2]})" for r in exact[:5])
+        raise EngramError(f"{ref!r} names several entities: {listed}; use an id")
+    return exact[0][0]
 
 
 def list_decisions(

@@ -26,7 +26,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from core.providers.llm import LanguageModel, LanguageModelError
@@ -41,7 +41,7 @@ from core.retain.extract import (
 )
 from core.retain.facts import MAX_UNIT_CHARS
 from core.text import clean_name, clean_text
-from core.timeparse import resolve
+from core.timeparse import naive_utc, resolve
 from core.types import ExtractionMode, Network
 
 __all__ = [
@@ -255,10 +255,6 @@ def build_prompt(exchange: Exchange, agent_name: str, known_entities: Sequence[s
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-def _naive_utc(dt: datetime) -> datetime:
-    return dt.astimezone(UTC).replace(tzinfo=None) if dt.tzinfo is not None else dt
-
-
 def _parse_time(value: Any, reference: datetime | None) -> tuple[datetime, datetime, str] | None:
     """(start, end, kind): an ISO date is a whole day ("date"), an ISO datetime an instant
     ("instant"), anything else a phrase timeparse resolves against the session ("phrase")."""
@@ -273,7 +269,7 @@ def _parse_time(value: Any, reference: datetime | None) -> tuple[datetime, datet
         start = datetime(day.year, day.month, day.day)
         return start, start + timedelta(days=1), "date"
     try:
-        instant = _naive_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+        instant = naive_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
     except ValueError:
         pass
     else:

@@ -46,7 +46,7 @@ from core.types import (
 )
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
     from core.providers.llm import LanguageModel
 
 JOB_KIND = "observation"
@@ -337,7 +337,7 @@ class _Profile:
 
 
 def process_jobs(
-    bank: Bank,
+    bank: BankHandle,
     llm: LanguageModel | None = None,
     limit: int | None = None,
     progress: Progress | None = None,
@@ -373,13 +373,13 @@ def process_jobs(
                     profile.agent_name,
                     max_facts,
                     result,
-                    bank.engine.embedder.count_tokens,
+                    bank.embedder.count_tokens,
                 )
             )
             report(progress, start + len(batch), len(jobs), "observations")
         written = [p for p in batch if p.facts]
         if written:
-            vectors = bank.engine.embedder.embed([p.text for p in written])
+            vectors = bank.embedder.embed([p.text for p in written])
             for p, vector in zip(written, vectors, strict=True):
                 p.vector = vector
         try:
@@ -428,7 +428,7 @@ def _profile(
     return out
 
 
-def _write_batch(bank: Bank, batch: Sequence[_Profile]) -> Change:
+def _write_batch(bank: BankHandle, batch: Sequence[_Profile]) -> Change:
     now = utcnow()
     change = Change()
     with bank.store.transaction() as tx:
@@ -531,6 +531,6 @@ def _finish_job(
     )
 
 
-def _fail_job(bank: Bank, job_id: str, error: str) -> None:
+def _fail_job(bank: BankHandle, job_id: str, error: str) -> None:
     with bank.store.transaction() as tx:
         _finish_job(tx.con, job_id, FAILED, error[:1000], utcnow())

@@ -128,7 +128,12 @@ _LIKE_AFTER = _NEGATIONS | wordset(
     actually truly definitely
     """
 )
-_WORDS = re.compile(r"[a-z]+(?:['’][a-z]+)?")
+# Letters of any script: "Tomás" is one word.
+_WORDS = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+# Addressing the listener: a judgment of their things, not of the speaker's.
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
+_NAME = re.compile(r"\b[^\W\d_][^\W\d_]+(?:['’]s)?\b")
+
 # A negation this many words before a cue word flips it ("not really a fan", "no longer love").
 NEGATION_REACH = 3
 # Rules: below this similarity a fact says nothing about an opinion (polarity
@@ -149,10 +154,17 @@ def _words(text: str) -> list[str]:
     return [w.replace("’", "'") for w in _WORDS.findall(text.lower())]
 
 
+# A concession: what follows the last of these is the speaker's judgment ("it
+# isn't always easy, but it's important" judges it important, not hard).
+_CONTRAST = frozenset({"but", "however"})
+
+
 def polarity(text: str) -> int:
     """-1, 0 or +1: the sign of the sentiment cues, each flipped by a negation
-    up to NEGATION_REACH words before it."""
+    up to NEGATION_REACH words before it; after a "but", only what follows it."""
     words = _words(text)
+    contrast = max((i for i, w in enumerate(words) if w in _CONTRAST), default=-1)
+    words = words[contrast + 1 :]
     total = 0
     for i, word in enumerate(words):
         sign = 1 if word in _POSITIVE else -1 if word in _NEGATIVE else 0
@@ -166,23 +178,38 @@ def polarity(text: str) -> int:
     return (total > 0) - (total < 0)
 
 
-# Words that carry no topic: function words, chat words and the attribution.
+# Words that carry no topic: function words, chat words, the attribution, and
+# time words — every fact ends with its date ("(9 June 2023)"), so two facts of one
+# month would otherwise share a "topic".
 _NO_TOPIC = wordset(
     """
     that this these those there their them they with from have been were will would could
     should about your yours what when where which while just really very much more some
     said asked answered shared thing things stuff time always never also even still
     like know think feel felt make made makes lots glad sure yeah thanks thank
+    sound sounds sounded look looks looked seem seems seemed together other others people
+    everyone everything someone something anyone anything super totally
+    january february march april june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday weekend weekends
+    today yesterday tomorrow tonight morning evening night week weeks month months
+    year years last next recently lately ago since before after during until
     """
 )
+# What the holder says later bears on an opinion when the two share this many topic
+# words, or when the words they share are at least this share of the shorter one's
+# topic: one or two common words ("friends", "tough") between two long turns are
+# not the same subject.
+TOPIC_MIN_SHARED = 3
+TOPIC_MIN_COVER = 0.5
 
 
 def _topic(text: str) -> set[str]:
     """The words of a text that can carry its topic, cut to their first five letters
     (a crude stem: "adopt", "adopted", "adoption" meet)."""
+    bases = (w.split("'")[0] for w in _words(text))  # "they're" -> "they", "Mel's" -> "mel"
     return {
         w[:5]
-        for w in _words(text)
+        for w in bases
         if len(w) >= 4
         and w not in _NO_TOPIC
         and w not in _POSITIVE
@@ -192,11 +219,51 @@ def _topic(text: str) -> set[str]:
     }
 
 
-def shares_topic(evidence: str, opinion: str, holders: frozenset[str] = frozenset()) -> bool:
-    """Evidence and opinion share a topic word ("Oscar", "pottery"); the holders'
-    own names, in both because they said both, do not count."""
+def _addresses(text: str, others: frozenset[str]) -> bool:
+    """The statement is about the listener: it says "you"/"your" or names one of
+    the `others` talking ("Wow Mel, that painting's amazing", "a painting of
+    Caroline's"), by a name or its first letters. Of a question and its answer,
+    the answer."""
+    _, answered, answer = text.rpartition(" answered: ")
+    text = answer if answered else text
+    if _SECOND_PERSON.search(text):
+        return True
+    return any(
+        len(word) >= 3 and name.startswith(word.casefold().split("'")[0])
+        for word in _NAME.findall(text)
+        if word[0].isupper()
+        for name in others
+    )
+
+
+def shares_topic(
+    evidence: str,
+    opinion: str,
+    holders: frozenset[str] = frozenset(),
+    *,
+    participants: frozenset[str] = frozenset(),
+    strict: bool = True,
+) -> bool:
+    """Evidence and opinion are about the same subject. `strict`: they share
+    TOPIC_MIN_SHARED topic words, or enough to be TOPIC_MIN_COVER of the shorter
+    one's ("Oscar", "pottery"); otherwise one shared topic word will do (for
+    evidence the embedding already finds very close). The names of the people
+    talking (the opinion's `holders` and the other `participants`, casefolded),
+    in everything they say or hear, do not count; and a judgment of the
+    listener's things ("your painting", "Mel's painting") is not about the same
+    subject as one of the holder's own ("I love painting"), nor the other way."""
+    others = frozenset(participants - holders)
+    if _addresses(evidence, others) != _addresses(opinion, others):
+        return False
+    holders = holders | participants
     names = {w[:5] for h in holders for w in _words(h)}
-    return bool((_topic(evidence) & _topic(opinion)) - names)
+    ours, theirs = _topic(evidence) - names, _topic(opinion) - names
+    shared = ours & theirs
+    if not shared or not strict:
+        return bool(shared)
+    return len(shared) >= TOPIC_MIN_SHARED or len(shared) >= TOPIC_MIN_COVER * min(
+        len(ours), len(theirs)
+    )
 
 
 def hedged(text: str) -> bool:
@@ -204,13 +271,28 @@ def hedged(text: str) -> bool:
     return bool(words & _HEDGES) or "not sure" in text.lower()
 
 
-# Phrases with which a speaker takes back an earlier belief.
+# Phrases with which a speaker takes back an earlier belief. Not "but now": "it
+# was a long process, but now I'm ready" tells a change of situation, and "I
+# used to hate it, but now I love it" is read by polarity after the "but".
 _REVERSAL = re.compile(
-    r"\b(?:after\s+all|actually|no\s+longer|not\s+any\s*more|changed\s+(?:his|her|their|my|its)\s+mind|"
-    r"turned\s+out|(?:was|were)\s+wrong|but\s+now|now\s+(?:thinks|believes|prefers|says)|"
-    r"contrary\s+to|instead\s+of)\b",
+    r"\b(?:after\s+all|no\s+longer|not\s+any\s*more|changed\s+(?:his|her|their|my|its)\s+mind|"
+    r"turned\s+out|(?:was|were)\s+wrong|now\s+(?:thinks|believes|prefers|says)|"
+    r"contrary\s+to)\b",
     re.I,
 )
+# Words that take a belief back only when a belief follows them: "Actually Tomás
+# prefers live pairing now" does, but in chat "actually" is mostly emphasis ("Great
+# actually!", "Joanna actually started a book") and "instead of" tells what someone
+# did ("instead of getting stuck, John worked hard").
+_WEAK_REVERSAL = re.compile(
+    r"\b(?:actually|instead\s+of)\b(?=[^.!?]*\b(?:thinks?|thought|believes?|believed|"
+    r"prefers?|preferred|says?|said|decided|realized|realised)\b)",
+    re.I,
+)
+
+
+def _reversal(text: str) -> re.Match[str] | None:
+    return _REVERSAL.search(text) or _WEAK_REVERSAL.search(text)
 
 
 def assess_rules(
@@ -221,6 +303,7 @@ def assess_rules(
     same_holder: bool = False,
     holder_similarity: float = HOLDER_MIN_SIMILARITY,
     holders: frozenset[str] = frozenset(),
+    participants: frozenset[str] = frozenset(),
 ) -> Assessment:
     """Relation of `evidence` to `opinion` from their similarity and polarity cues.
 
@@ -237,12 +320,12 @@ def assess_rules(
             or (not shared_entity and similarity < RULES_STRONG_SIMILARITY)
         )
     ):
-        if not shares_topic(evidence, opinion, holders):
+        if not shares_topic(evidence, opinion, holders, participants=participants):
             # "Good to talk to you again" says nothing about "helping out is great":
             # sentiment alone is everywhere in small talk.
             return Assessment(Relation.NEUTRAL, f"{sim}, same holder, no word of the topic")
-        reversal = _REVERSAL.search(evidence)
-        if reversal and not _REVERSAL.search(opinion):
+        reversal = _reversal(evidence)
+        if reversal and not _reversal(opinion):
             return Assessment(
                 Relation.CONTRADICT, f"{sim}, same holder, reversal cue {reversal.group(0)!r}"
             )
@@ -255,8 +338,11 @@ def assess_rules(
         not shared_entity and similarity < RULES_STRONG_SIMILARITY
     ):
         return Assessment(Relation.NEUTRAL, f"{sim}, too far apart")
-    reversal = _REVERSAL.search(evidence)
-    if reversal and not _REVERSAL.search(opinion):
+    if not shares_topic(evidence, opinion, holders, participants=participants, strict=False):
+        # "Wow, Mel, you're amazing!" and "Yeah Mel, stoked!" are close in form only.
+        return Assessment(Relation.NEUTRAL, f"{sim}, no word of the topic")
+    reversal = _reversal(evidence)
+    if reversal and not _reversal(opinion):
         # "X thought A, but now thinks B": the evidence names the belief it overturns,
         # so it shares the opinion's words (high similarity) while denying it.
         return Assessment(Relation.CONTRADICT, f"{sim}, reversal cue {reversal.group(0)!r}")

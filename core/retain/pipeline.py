@@ -70,8 +70,8 @@ from core.retain.write import write_document
 from core.types import INGEST_MODES, Change, Document, ExtractionMode, InvalidInputError, Kind
 
 if TYPE_CHECKING:
-    from core.bank import Bank
-    from core.providers.llm import LanguageModel
+    from core.handle import BankHandle
+    from core.providers.llm import LanguageModel, ModelChoice
 
 MODES = INGEST_MODES
 EMBED_BATCH = 256
@@ -81,7 +81,7 @@ DOWN_AFTER = 2
 
 
 def ingest(
-    bank: Bank,
+    bank: BankHandle,
     path_or_document: str | Path | Document | Sequence[Document],
     format: str = "auto",
     mode: str = "auto",
@@ -130,7 +130,7 @@ def _documents(source: Any, format: str) -> list[Document]:
 class _Run:
     def __init__(
         self,
-        bank: Bank,
+        bank: BankHandle,
         mode: str,
         force: bool,
         progress: Progress | None,
@@ -144,7 +144,7 @@ class _Run:
         profile = bank.profile()
         self.config = profile.config
         self.agent = profile.agent_name.strip()
-        self._own_lm = False
+        self._choice: ModelChoice | None = None  # None: no model was considered
         self.notes: list[str] = []
         self.mode, self.lm = self._choose_mode(mode, llm)
         self.extractor = self._extractor()
@@ -170,35 +170,25 @@ class _Run:
             return ExtractionMode.VERBATIM, None
         if mode == "rules":
             return ExtractionMode.RULES, None
-        lm = llm
-        if lm is None:
-            factory = getattr(self.bank.engine, "language_model", None)
-            lm = factory() if callable(factory) else None
-            self._own_lm = lm is not None
+        from core.providers.llm import LanguageModelError, ModelChoice
+
+        self._choice = ModelChoice(llm, self.bank.language_model)
+        status = self._choice.status
+        if self._choice.model is not None:
+            return ExtractionMode.LLM, self._choice.model
         if mode == "llm":
-            if lm is None:
+            if status.state == "none":
                 raise InvalidInputError(
                     "llm mode needs a language model: choose an Ollama model in Settings "
                     "(or run with --mode rules)"
                 )
-            status = lm.probe()
-            if not status.ready:
-                from core.providers.llm import LanguageModelError
-
-                self._close_lm(lm)
-                raise LanguageModelError(
-                    f"llm mode: {status.reason} (or run with --mode rules)",
-                    "model" if status.state == "missing" else "unreachable",
-                )
-            return ExtractionMode.LLM, lm
-        if lm is None:
-            return ExtractionMode.RULES, None
-        status = lm.probe()
-        if status.ready:
-            return ExtractionMode.LLM, lm
-        self._close_lm(lm)
-        # Say why: "auto" silently meaning rules hides a dead server or a missing pull.
-        self.notes.append(f"auto mode fell back to offline rules: {status.reason}")
+            raise LanguageModelError(
+                f"llm mode: {status.reason} (or run with --mode rules)",
+                "model" if status.state == "missing" else "unreachable",
+            )
+        if status.state != "none":
+            # Say why: "auto" silently meaning rules hides a dead server or a missing pull.
+            self.notes.append(f"auto mode fell back to offline rules: {status.reason}")
         return ExtractionMode.RULES, None
 
     def _extractor(self):
@@ -209,11 +199,6 @@ class _Run:
         from core.retain.rules import RulesExtractor
 
         return RulesExtractor()
-
-    def _close_lm(self, lm: LanguageModel) -> None:
-        if self._own_lm:
-            lm.close()
-            self._own_lm = False
 
     def _note_failure(self, error: ExtractionError) -> None:
         if getattr(error, "kind", "") in ("unreachable", "timeout"):
@@ -227,8 +212,8 @@ class _Run:
         closer = getattr(self.extractor, "close", None)
         if callable(closer):
             closer()
-        if self.lm is not None:
-            self._close_lm(self.lm)
+        if self._choice is not None:
+            self._choice.close()
 
     # -- progress --------------------------------------------------------------
 
@@ -354,7 +339,7 @@ class _Run:
     # -- step 2: embed -----------------------------------------------------------
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        embedder = self.bank.engine.embedder
+        embedder = self.bank.embedder
         parts = []
         for start in range(0, len(texts), EMBED_BATCH):
             check(self.cancel)
@@ -373,6 +358,7 @@ class _Run:
         shared_entity: bool,
         plan: OpinionPlan,
         same_holder: bool = False,
+        participants: frozenset[str] = frozenset(),
     ) -> Assessment:
         if self.lm is not None and self.mode is ExtractionMode.LLM and self.model_down is None:
             check(self.cancel)
@@ -392,6 +378,7 @@ class _Run:
             same_holder,
             float(self.config["retain.opinion_holder_similarity"]),
             state.holders,
+            participants,
         )
 
     # -- the report --------------------------------------------------------------

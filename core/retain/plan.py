@@ -43,7 +43,7 @@ from core.store.filters import sql_string_list
 from core.types import Document, Network, NewUnit, new_id
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 # The vector index is asked for this many neighbours per new fact (semantic
 # links and near-duplicates are taken from them).
@@ -57,7 +57,7 @@ class IngestRun(Protocol):
     and its settings, embedding (a rewritten opinion needs a new vector) and
     opinion assessment (only the run knows whether the model still answers)."""
 
-    bank: Bank
+    bank: BankHandle
     config: Mapping[str, Any]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
@@ -70,6 +70,7 @@ class IngestRun(Protocol):
         shared_entity: bool,
         plan: OpinionPlan,
         same_holder: bool = False,
+        participants: frozenset[str] = frozenset(),
     ) -> Assessment: ...
 
 
@@ -373,6 +374,9 @@ def _opinions(
     alpha = float(cfg["retain.opinion_alpha"])
     plan = OpinionPlan(states=load_opinions(con, replaced))
     confidence_of = {u.id: u.confidence for u in units}
+    # The people talking: their names are in everything they say or hear, so they
+    # are never what an opinion is about for the rules.
+    participants = frozenset(sp.casefold() for f in facts for sp in f.speakers)
     for i, fact in enumerate(facts):
         happened = fact.mentioned_at or fact.occurred_start or utcnow()
         vector = vectors[i]
@@ -419,12 +423,12 @@ def _opinions(
                     )
                 )
                 own = state.id
-                _assess(run, plan, fact, vector, topical, happened, alpha, exclude=own)
+                _assess(run, plan, fact, vector, topical, happened, alpha, own, participants)
                 plan.states[state.id] = state
                 continue
         if fact.duplicate:
             continue  # the same evidence again within the window: counted once
-        _assess(run, plan, fact, vector, topical, happened, alpha, exclude=own)
+        _assess(run, plan, fact, vector, topical, happened, alpha, own, participants)
     return plan
 
 
@@ -437,8 +441,11 @@ def _assess(
     happened: datetime,
     alpha: float,
     exclude: str | None,
+    participants: frozenset[str] = frozenset(),
 ) -> None:
     cfg = run.config
+    # Who states the fact: of a question and its answer, the one who answers.
+    speakers = frozenset(sp.casefold() for sp in fact.speakers[-1:])
     related = related_opinions(
         list(plan.states.values()),
         vector,
@@ -448,14 +455,15 @@ def _assess(
         limit=int(cfg["retain.opinion_candidates"]),
         exclude=exclude,
         source_ids=frozenset(fact.source_ids),
-        speakers=frozenset(sp.casefold() for sp in fact.speakers),
+        speakers=speakers,
         holder_similarity=float(cfg["retain.opinion_holder_similarity"]),
     )
-    speakers = frozenset(sp.casefold() for sp in fact.speakers)
     for state, similarity in related:
         shared = bool(state.entity_ids & topical)
         same_holder = bool(state.holders & speakers)
-        assessment = run.assessment(fact.text, state, similarity, shared, plan, same_holder)
+        assessment = run.assessment(
+            fact.text, state, similarity, shared, plan, same_holder, participants
+        )
         if assessment.relation is Relation.NEUTRAL:
             continue
         before = state.confidence

@@ -29,6 +29,9 @@ VALUE_TYPES = {
         "core.types": "Network UnitStatus LinkKind ExtractionMode Kind Disposition BankProfile "
         "Unit NewUnit Turn Document Entity Link Change VerifyReport",
         "core.recall.result": "RecallItem RecallResult",
+        "core.recall.trace": "RecallTrace ChannelResult QueryInterval Focus RerankScore "
+        "RerankTrace SkippedFact PackingTrace ObservationsTrace",
+        "core.recall.fusion": "Fused Contribution",
         "core.retain.report": "ChunkFailure DocumentResult IngestReport",
         "core.retain.observations": "JobsReport",
         "core.curate.audit": "AuditEntry",

@@ -11,12 +11,13 @@ a document id again changes nothing; other content replaces the document.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from core.bank import Bank
 from core.server.errors import RetainFailed, not_supported, refuse
 from core.server.models import MemoryItem, RetainRequest
+from core.timeparse import naive_utc
 from core.types import Change, Document, Turn
 
 MODES = ("auto", "llm", "rules", "verbatim")
@@ -84,9 +85,7 @@ def _headline(text: str) -> str:
 def _naive_utc(value: datetime | str | None) -> datetime | None:
     if not isinstance(value, datetime):
         return None  # None or "unset": a timeless fact
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value
+    return naive_utc(value)
 
 
 def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[str, Any]]:

@@ -48,10 +48,6 @@ def _language_model(engine, spec: dict | None):
 
 
 def _run(served, bank, method: str, args: list, kwargs: dict) -> Any:
-    if method == "resolve_entity":
-        from core.cli.curate import resolve_entity
-
-        return resolve_entity(bank, *args)
     if method in ("ingest", "process_jobs"):
         kwargs["llm"] = _language_model(served.engine, kwargs.get("llm"))
     if method == "ingest" and not (

@@ -18,7 +18,7 @@ from fastapi.responses import FileResponse
 from pydantic import Field
 from starlette.background import BackgroundTask
 
-from core.cli.output import to_jsonable
+from core.jsonable import to_jsonable
 from core.server.models import Request as Body
 from core.server.routes_hindsight import Served
 from core.types import Change, Disposition, EngramError

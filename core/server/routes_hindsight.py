@@ -482,7 +482,7 @@ def recall(bank_id: str, body: m.RecallRequest, served: Served) -> m.RecallRespo
                     "observations": [{"text": obs.text}],
                 }
     return m.RecallResponse(
-        results=results, trace=result.trace if body.trace else None, entities=entities
+        results=results, trace=result.trace.to_dict() if body.trace else None, entities=entities
     )
 
 

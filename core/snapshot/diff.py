@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 import pyarrow.parquet as pq
@@ -22,7 +22,15 @@ from core.snapshot.archive import SnapshotReader
 from core.store.filters import sql_string
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.store.bank_store import BankStore
+
+
+class LiveBank(Protocol):
+    """A live side of a diff: a `Bank`, or the handle its operations get."""
+
+    name: str
+    store: BankStore
+
 
 # The unit columns a diff compares (vectors follow the text).
 UNIT_FIELDS = ("text", "network", "status", "confidence", "occurred_start", "occurred_end")
@@ -197,9 +205,7 @@ def _more(lines: list[str], limit: int, *groups) -> None:
 
 def _side(source, folder: Path) -> tuple[str, dict[str, Path]]:
     """(label, table -> Parquet file) for a snapshot path or a live bank."""
-    from core.bank import Bank
-
-    if isinstance(source, Bank):
+    if not isinstance(source, str | Path):  # a live bank: its name and store
         files = {}
         folder.mkdir(parents=True, exist_ok=True)
         con = source.store.reader()
@@ -218,8 +224,8 @@ def _side(source, folder: Path) -> tuple[str, dict[str, Path]]:
         return str(source), snapshot.extract(folder)
 
 
-def diff_snapshots(a: str | Path | Bank, b: str | Path | Bank) -> SnapshotDiff:
-    """What changed from `a` to `b`; each is a `.engram` path or a live Bank."""
+def diff_snapshots(a: str | Path | LiveBank, b: str | Path | LiveBank) -> SnapshotDiff:
+    """What changed from `a` to `b`; each is a `.engram` path or a live bank."""
     with tempfile.TemporaryDirectory(prefix="engram-diff-") as tmp:
         label_a, files_a = _side(a, Path(tmp) / "a")
         label_b, files_b = _side(b, Path(tmp) / "b")

@@ -31,7 +31,7 @@ from core.store.schema import SCHEMA_VERSION
 from core.types import EngramError
 
 if TYPE_CHECKING:
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 log = logging.getLogger(__name__)
 BATCH_ROWS = 2048
@@ -78,7 +78,7 @@ def _sha256(path: Path) -> str:
 
 
 def export_snapshot(
-    bank: Bank,
+    bank: BankHandle,
     path: str | Path,
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
@@ -98,7 +98,7 @@ def export_snapshot(
 
 
 def _export(
-    bank: Bank, target: Path, progress: Progress | None, cancel: CancelToken | None
+    bank: BankHandle, target: Path, progress: Progress | None, cancel: CancelToken | None
 ) -> Manifest:
     """See export_snapshot."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -170,7 +170,7 @@ class ExportRecord:
         return Path(self.path).is_file()
 
 
-def _record_export(bank: Bank, target: Path, manifest: Manifest) -> None:
+def _record_export(bank: BankHandle, target: Path, manifest: Manifest) -> None:
     """Remember the export in the bank, so a purge can say which files still hold
     what it removes (they are outside the bank, beyond its reach)."""
     entry = {
@@ -187,7 +187,7 @@ def _record_export(bank: Bank, target: Path, manifest: Manifest) -> None:
         log.warning("exported to %s, but the bank could not note it: %s", target, error)
 
 
-def known_exports(bank: Bank) -> list[ExportRecord]:
+def known_exports(bank: BankHandle) -> list[ExportRecord]:
     """Every export this bank recorded, oldest first (the file may be gone since)."""
     out = []
     for entry in bank.store.meta(EXPORTS_KEY, []):

@@ -22,9 +22,10 @@ import functools
 import logging
 import os
 import shutil
-import signal
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import duckdb
 import numpy as np
@@ -32,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from filelock import Timeout
 
+from core.home import LABEL, labelled_folders, validate_bank_name, write_label
 from core.progress import CancelToken, Progress, check, report
 from core.snapshot.archive import (
     Manifest,
@@ -49,8 +51,7 @@ from core.store.lock import BankLock, exclusive_lock, is_free
 from core.types import BankExistsError, EngramError, new_id
 
 if TYPE_CHECKING:
-    from core.bank import Bank
-    from core.engine import Engine
+    from core.providers.embedder import Embedder
 
 IMPORT_PREFIX = ".import-"
 REPLACED_PREFIX = ".replaced-"
@@ -65,13 +66,35 @@ BULK_BYTES = 16 << 20
 BATCH_BYTES = 4 << 20
 CHECKPOINT_BYTES = 32 << 20
 log = logging.getLogger(__name__)
-# Test hook: a crash test names a point here and the import SIGKILLs itself there.
-FAULT_ENV = "ENGRAM_IMPORT_FAULT"
+# Each step an import passes (extracted, built, moved, set-aside, committed) is
+# reported here: the crash tests (tests/support/children.py) stop it there.
+on_step: Callable[[str], None] | None = None
 
 
-def _fault(point: str) -> None:
-    if os.environ.get(FAULT_ENV) == point:
-        os.kill(os.getpid(), signal.SIGKILL)
+def _step(point: str) -> None:
+    if on_step is not None:
+        on_step(point)
+
+
+class Banks(Protocol):
+    """What an import needs of the banks folder and the engine's providers
+    (`Engine` is one): the import builds a folder, the engine opens it."""
+
+    banks_dir: Path
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def embedding_spec(self) -> tuple[str, int]: ...
+
+    def reserving_names(self) -> AbstractContextManager[None]: ...
+
+    def free_folder(self, name: str) -> Path: ...
+
+    def is_open(self, folder: Path) -> bool: ...
+
+    def close_folder(self, folder: Path) -> None: ...
 
 
 @functools.lru_cache(maxsize=1)
@@ -128,8 +151,6 @@ def cleanup_stale_imports(banks_dir: Path) -> list[Path]:
     touched: list[Path] = []
     if not banks_dir.is_dir():
         return touched
-    from core.engine import LABEL
-
     for folder in sorted(banks_dir.iterdir()):
         lock = folder / IMPORT_LOCK
         if not folder.is_dir() or not lock.exists() or not _free(lock):
@@ -155,14 +176,15 @@ def cleanup_stale_imports(banks_dir: Path) -> list[Path]:
 
 
 def import_snapshot(
-    engine: Engine,
+    engine: Banks,
     path: str | Path,
     name: str | None = None,
     replace: bool = False,
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
-) -> Bank:
-    """Import a snapshot as bank `name` (default: the name it was exported with).
+) -> tuple[Path, str]:
+    """Import a snapshot as bank `name` (default: the name it was exported with);
+    returns the new bank's folder and name, for the engine to open.
 
     With `replace`, an existing bank of that name is replaced atomically; without,
     an existing name is refused. A snapshot embedded with another model is
@@ -179,26 +201,24 @@ def import_snapshot(
 
 
 def _import(
-    engine: Engine,
+    engine: Banks,
     path: str | Path,
     name: str | None,
     replace: bool,
     progress: Progress | None,
     cancel: CancelToken | None,
-) -> Bank:
-    from core.engine import validate_bank_name
-
+) -> tuple[Path, str]:
     columns = schema_columns()
     known = set(columns) - NOT_EXPORTED
     with SnapshotReader(path, known_tables=known) as snapshot:
         manifest = snapshot.manifest
         name = validate_bank_name(manifest.bank_name if name is None else name)
-        existing = next((b.folder for b in engine.banks() if b.name == name), None)
+        existing = _folder_named(engine.banks_dir, name)
         if existing is not None and not replace:
             raise BankExistsError(
                 f"a bank named {name!r} already exists: import with another name, or replace it"
             )
-        if existing is not None and existing not in engine._open:
+        if existing is not None and not engine.is_open(existing):
             # Fail now, not after the work, if another process has it open.
             probe = BankLock(existing, name)
             probe.acquire()
@@ -210,10 +230,10 @@ def _import(
         guard = _FileLock(temp / IMPORT_LOCK)
         try:
             files = snapshot.extract(temp / STAGING, progress, cancel)
-            _fault("extracted")
+            _step("extracted")
             _build(engine, temp, name, manifest, files, progress, cancel)
             shutil.rmtree(temp / STAGING)
-            _fault("built")
+            _step("built")
             folder = _commit(engine, temp, token, name, existing)
         except BaseException:
             shutil.rmtree(temp, ignore_errors=True)
@@ -221,11 +241,15 @@ def _import(
         finally:
             guard.release()
     (folder / IMPORT_LOCK).unlink(missing_ok=True)
-    return engine.open_bank(name)
+    return folder, name
+
+
+def _folder_named(banks_dir: Path, name: str) -> Path | None:
+    return next((f for f, label in labelled_folders(banks_dir) if label["name"] == name), None)
 
 
 def _build(
-    engine: Engine,
+    engine: Banks,
     temp: Path,
     name: str,
     manifest: Manifest,
@@ -277,7 +301,7 @@ def _largest_row_group(files: dict[str, Path]) -> int:
 
 
 def _load_table(
-    engine: Engine,
+    engine: Banks,
     con: duckdb.DuckDBPyConnection,
     table: str,
     file: Path,
@@ -337,7 +361,7 @@ def _load_table(
 
 
 def _load_batches(
-    engine: Engine,
+    engine: Banks,
     con: duckdb.DuckDBPyConnection,
     table: str,
     parquet: pq.ParquetFile,
@@ -415,7 +439,7 @@ def _check_consistent(store: BankStore) -> None:
         )
 
 
-def _reembedded(engine: Engine, data: pa.Table) -> pa.Table:
+def _reembedded(engine: Banks, data: pa.Table) -> pa.Table:
     texts = data.column("text").to_pylist()
     if any(not isinstance(t, str) for t in texts):
         raise SnapshotError("units.parquet has a unit without text")
@@ -439,12 +463,12 @@ def _index(store: BankStore, progress: Progress | None, cancel: CancelToken | No
     fill_indexes(store.reader(), store.vectors, store.lexical, progress, cancel)
 
 
-def _commit(engine: Engine, temp: Path, token: str, name: str, existing: Path | None) -> Path:
+def _commit(engine: Banks, temp: Path, token: str, name: str, existing: Path | None) -> Path:
     """Move the complete bank into place; the label written last is the commit."""
     with engine.reserving_names():
         # Checked again under the names lock: another process may have taken the
         # name (or replaced the bank) while this import was being built.
-        now = next((b.folder for b in engine.banks() if b.name == name), None)
+        now = _folder_named(engine.banks_dir, name)
         if now != existing:
             raise BankExistsError(
                 f"a bank named {name!r} was created while this import ran: import with"
@@ -457,40 +481,37 @@ def _commit(engine: Engine, temp: Path, token: str, name: str, existing: Path | 
 
 
 def _move_into_place(
-    engine: Engine, temp: Path, token: str, name: str, existing: Path | None
+    engine: Banks, temp: Path, token: str, name: str, existing: Path | None
 ) -> Path:
-    from core.engine import _write_label
-
     label = {"name": name, "created_at": utcnow().isoformat()}
     if existing is None:
         folder = engine.free_folder(name)
         os.rename(temp, folder)
-        _fault("moved")
+        _step("moved")
         try:
-            _write_label(folder, label)
+            write_label(folder, label)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         return folder
-    if existing in engine._open:
-        engine._open[existing].close()
+    engine.close_folder(existing)
     lock = BankLock(existing, name)
     lock.acquire()
     aside = engine.banks_dir / f"{REPLACED_PREFIX}{token}-{existing.name}"
     try:
         os.rename(existing, aside)
-        _fault("set-aside")
+        _step("set-aside")
         try:
             os.rename(temp, existing)
-            _fault("moved")
-            _write_label(existing, label)
+            _step("moved")
+            write_label(existing, label)
         except BaseException:
             # The label was not written: the old bank goes back where it was.
             if existing.exists():
                 shutil.rmtree(existing, ignore_errors=True)
             os.rename(aside, existing)
             raise
-        _fault("committed")
+        _step("committed")
         # Still holding its lock, so nobody opens the old bank as it goes.
         shutil.rmtree(aside, ignore_errors=True)
     finally:

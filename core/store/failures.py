@@ -42,6 +42,18 @@ def cause(error: BaseException) -> str:
     return text
 
 
+def stopped_by_disk(error: BaseException) -> StorageError | None:
+    """What to tell a person when a disk failure stopped a command that did not
+    wrap it itself (None when `error` is not a disk failure): DuckDB commits all
+    or nothing, so what the command reported as done is saved."""
+    if not is_storage_failure(error):
+        return None
+    return storage_error(
+        error,
+        f"the command stopped; what it reported as done is saved, the rest was not; {NEXT_OPEN}",
+    )
+
+
 def storage_error(error: BaseException, done: str) -> StorageError:
     """A StorageError for `error`; `done` says what was and was not saved."""
     return StorageError(f"{cause(error)}: {done}")

@@ -16,7 +16,8 @@ from app.panes.memory_dialog import AddMemoryDialog
 from core import Network, UnitStatus
 from tests.app.conftest import wait_idle
 
-PHRASE = "renewal decision"
+# A fact of Dana's that her observation quotes (its profile quotes her first few by time).
+PHRASE = "answered the incident report"
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 
 from app.graph.entity_pane import EntityMapPane
 from app.graph.entitymap import build, strongest_pairs
+from app.panes.entity_dialogs import RetractEntityDialog
 from app.runner import Runner
 from app.state import StudioState
 
@@ -73,7 +74,27 @@ def test_click_shows_facts_and_drag_merges_through_the_engine(qtbot, map_state) 
     )
     assert second.id not in {e.id for e in bank.entities()}
     assert pane.selected == first.id  # selection stays on the merged entity
-    # Retract from the map.
+    # Retract from the map: the review lists the facts it hides, not only counts.
+    reviewed = []
+
+    def review(preview) -> bool:
+        dialog = RetractEntityDialog(preview, pane)
+        qtbot.addWidget(dialog)
+        reviewed.extend(dialog.facts.item(i).text() for i in range(dialog.facts.count()))
+        return True
+
+    pane.review_retract = review
+    had = {u.text for u in bank.units(entity=first.id, limit=None)}
     pane.request_retract()
     qtbot.waitUntil(lambda: first.id not in {e.id for e in bank.entities()}, timeout=60_000)
     qtbot.waitUntil(lambda: first.id not in pane.map.graph.index, timeout=60_000)
+    assert reviewed and all(text.split("] ", 1)[1] in had for text in reviewed)
+    # Off the map, the entity stays selected, its panel showing what it had.
+    assert pane.selected == first.id and pane.side.isVisible()
+    assert "(retracted)" in pane.name.text() and pane.retract_button.text() == "Restore entity"
+    qtbot.waitUntil(lambda: pane.facts.count() == len(had), timeout=30_000)
+    assert {pane.facts.item(i).text().split("  ", 1)[-1] for i in range(pane.facts.count())} == had
+    # Restore brings it back onto the map, still selected.
+    pane.request_retract()
+    qtbot.waitUntil(lambda: first.id in pane.map.graph.index, timeout=60_000)
+    assert pane.selected == first.id and pane.retract_button.text() == "Retract entity…"

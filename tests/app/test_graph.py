@@ -390,13 +390,14 @@ def test_step_and_scrub_replay_the_recorded_waves(widget, qtbot) -> None:
 
 def test_weight_and_kind_filters_say_what_is_not_drawn(widget) -> None:
     g = fan_graph()
-    widget.show_graph(g, activation=rerun(g, {"S": 1.0}, decay=1.0, mu=MU, threshold=0.05))
+    widget.show_graph(g)  # no recall: no link carried energy, so none is drawn regardless
     assert widget.view.edge_counts()["below_weight"] == 3  # the default 0.5 hides 0.3, 0.25, 0.1
     widget.weight_slider.slider.setValue(0)
     assert widget.view.edge_counts() == {
         "total": 7,
         "drawn": 7,
         "below_weight": 0,
+        "beyond_strongest": 0,
         "hidden_kind": 0,
     }
     widget.weight_slider.slider.setValue(50)  # min weight 0.5
@@ -409,6 +410,42 @@ def test_weight_and_kind_filters_say_what_is_not_drawn(widget) -> None:
     counts = widget.view.edge_counts()
     assert counts["hidden_kind"] == 4 and counts["drawn"] == 1  # only S-n2 (entity 0.9)
     assert "of hidden kinds" in widget.info.text()
+
+
+def clique(n: int = 8, weight: float = 0.8) -> GraphData:
+    """n facts all sharing one entity: every pair linked, as retain links them."""
+    ids = [f"c{i}" for i in range(n)]
+    links = [(a, b, "entity", weight) for i, a in enumerate(ids) for b in ids[i + 1 :]]
+    return GraphData.build([(x, "world") for x in ids], links, {x: f"fact {x}" for x in ids})
+
+
+def test_each_node_draws_its_strongest_links_and_every_link_that_carried_energy(widget) -> None:
+    g = clique()  # 28 links of equal weight: the hairball in small
+    assert widget.per_node.value() == 3
+    widget.show_graph(g)
+    counts = widget.view.edge_counts()
+    assert counts["total"] == 28
+    assert counts["drawn"] <= 8 * 3 // 2 + 8 and counts["drawn"] < 28
+    assert counts["beyond_strongest"] == 28 - counts["drawn"]
+    drawn = widget.view._drawn
+    ends = np.bincount(g.src[drawn], minlength=8) + np.bincount(g.dst[drawn], minlength=8)
+    assert ends.min() >= 3  # every node keeps its three
+    beyond = counts["beyond_strongest"]
+    assert f"{counts['drawn']} of 28 links drawn ({beyond} beyond each node's 3 strongest)" in (
+        widget.info.text()
+    )
+    # A link recall's energy ran along is drawn even when it is not among the strongest.
+    hidden = int(np.flatnonzero(~drawn)[0])
+    a, b = g.ids[g.src[hidden]], g.ids[g.dst[hidden]]
+    pair = GraphData.build([(a, "world"), (b, "world")], [(a, b, "entity", 0.8)])
+    act = rerun(pair, {a: 1.0}, decay=1.0, mu=MU, threshold=0.05)
+    assert [w["lit"] for w in act["waves"]] == [[b]]
+    widget.show_graph(g, activation=act)
+    assert widget.view._drawn[hidden]
+    # "all" draws every link.
+    widget.per_node.setValue(0)
+    assert widget.view.edge_counts()["drawn"] == 28
+    assert "28 of 28 links drawn" in widget.info.text()
 
 
 def test_find_selects_and_budgets_re_run(widget, qtbot) -> None:
@@ -459,7 +496,8 @@ def test_layout_runs_in_the_runner(qtbot) -> None:
     with qtbot.waitSignal(w.layout_ready, timeout=30_000):
         w.show_graph(g)
     assert runner.submitted == 1
-    assert np.array_equal(w.positions, force_layout(g))
+    # Laid out by the links it can draw (each node's strongest), not every link.
+    assert np.array_equal(w.positions, force_layout(g.with_edges(w._skeleton(g))))
     # A graph replaced while it was being laid out never shows.
     g2 = chain()
     with qtbot.waitSignal(w.layout_ready, timeout=30_000):

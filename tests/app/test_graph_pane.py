@@ -28,12 +28,12 @@ def test_neighbourhoods_hold_the_trace_and_the_links_between_its_units(demo_stat
     nb = of_trace(bank, result.trace, result.unit_ids)
     ids = set(nb.graph.ids)
     assert set(result.unit_ids) <= ids and set(nb.packed) == set(result.unit_ids)
-    for step in result.trace["activation"]["steps"]:
+    for step in result.trace.to_dict()["activation"]["steps"]:
         assert step["node"] in ids and step["from"] in ids
     # Spreading is a process: on this demo subset the default settings light the
     # query in several waves (the full demo bank takes five), each lighting at
     # most the per-step budget, exactly that many while candidates wait.
-    activation = result.trace["activation"]
+    activation = result.trace.to_dict()["activation"]
     budget = activation["step_budget"]
     assert len({s["step"] for s in activation["steps"]}) >= 2
     seen = {s["node"] for s in activation["seeds"]}
@@ -44,7 +44,7 @@ def test_neighbourhoods_hold_the_trace_and_the_links_between_its_units(demo_stat
             assert len(new) == budget
         seen |= new
     # The activated subgraph and a bounded one-hop context, not every unit the trace names.
-    lit = {s["node"] for s in result.trace["activation"]["steps"]}
+    lit = {s["node"] for s in result.trace.to_dict()["activation"]["steps"]}
     assert set(nb.context).isdisjoint(lit) and len(nb.context) <= 80
     # Every edge shown is a real link of the bank.
     for source, target, kind, _w in nb.graph.links()[:50]:
@@ -94,3 +94,32 @@ def test_unit_and_entity_modes(qtbot, demo_state) -> None:
     assert pane.neighbourhood.title == f"entity: {entity.name}"
     pane.show_unit("no-such-unit")
     qtbot.waitUntil(lambda: "Could not read" in pane.status.text(), timeout=10_000)
+
+
+def test_entity_links_are_drawn_by_how_specific_their_entity_is(demo_state) -> None:
+    """A link through an entity few facts mention weighs more than one through
+    an entity most facts mention (the weight recall's spreading gives it)."""
+    bank = demo_state.bank
+    result = bank.recall(QUERY)
+    nb = of_trace(bank, result.trace, result.unit_ids)
+    specificity = bank.entity_specificity()
+    common = max(bank.entities(), key=lambda e: e.mention_count)
+    assert specificity[common.id] < 0.5 < max(specificity.values())
+    drawn = {(s, t): w for s, t, kind, w in nb.graph.links() if kind == "entity"}
+    assert drawn and max(drawn.values()) < 1.0  # stored at 1.0, every one of them
+    # Each drawn entity link weighs its most specific shared entity.
+    checked = 0
+    for (source, target), weight in list(drawn.items())[:40]:
+        through = [
+            specificity.get(link.entity_id, 1.0)
+            for link in bank.links(source, kinds=["entity"])
+            if link.target == target
+        ] + [
+            specificity.get(link.entity_id, 1.0)
+            for link in bank.links(target, kinds=["entity"])
+            if link.target == source
+        ]
+        if through:
+            assert weight == pytest.approx(max(through), abs=1e-6) or weight >= max(through)
+            checked += 1
+    assert checked

@@ -11,8 +11,7 @@ from app.graph.neighbourhood import of_trace
 from app.panes.recall_debugger import CHANNELS, FUSED_KEYS, RecallDebuggerPane, trace_view
 from app.runner import Runner
 from app.state import StudioState
-from core import Network, RecallItem, RecallResult
-from core.recall.trace import new_trace
+from core import Network, RecallItem, RecallResult, RecallTrace
 
 
 @pytest.fixture
@@ -28,7 +27,7 @@ def make_result(bank) -> RecallResult:
     """A trace in recall's layout naming six real units of the bank."""
     units = bank.units(limit=6)
     u = [x.id for x in units]
-    trace = new_trace(query="Atlas", budget=1024, level="mid")
+    trace = RecallTrace(query="Atlas", budget=1024, level="mid").to_dict()
     trace["channels"] = {
         "semantic": {
             "ran": True,
@@ -132,11 +131,11 @@ def make_result(bank) -> RecallResult:
         )
         for r, i in enumerate(trace["packing"]["packed"])
     )
-    return RecallResult("Atlas", items, "heuristic", trace, 1024, 990)
+    return RecallResult("Atlas", items, "heuristic", RecallTrace.from_dict(trace), 1024, 990)
 
 
 def test_trace_view_reads_every_stage() -> None:
-    trace = new_trace()
+    trace = RecallTrace().to_dict()  # a saved trace: JSON
     trace["channels"] = {
         "semantic": {"ran": True, "ids": ["a"], "scores": [0.5], "ms": 2.0, "note": "x"}
     }
@@ -165,7 +164,7 @@ def test_the_lists_match_the_trace(qtbot, studio, small_bank) -> None:
     result = make_result(small_bank)
     with qtbot.waitSignal(pane.graph.layout_ready, timeout=10_000):  # laid out in the runner
         pane.show_result(result, of_trace(small_bank, result.trace, result.unit_ids))
-    trace = result.trace
+    trace = result.trace.to_dict()
     for name in CHANNELS:
         table = pane.channel_tables[name]
         assert table.unit_ids() == trace["channels"][name]["ids"]
@@ -224,7 +223,9 @@ def test_selecting_a_fact_selects_it_everywhere(qtbot, studio, small_bank) -> No
     result = make_result(small_bank)
     with qtbot.waitSignal(pane.graph.layout_ready, timeout=10_000):
         pane.show_result(result, of_trace(small_bank, result.trace, result.unit_ids))
-    target = result.trace["channels"]["lexical"]["ids"][0]  # also semantic #3 and fused #1
+    target = result.trace.to_dict()["channels"]["lexical"]["ids"][
+        0
+    ]  # also semantic #3 and fused #1
     pane.channel_tables["lexical"].selectRow(0)
     assert pane.selected == target
     assert pane.channel_tables["semantic"].selected_unit() == target
@@ -233,7 +234,7 @@ def test_selecting_a_fact_selects_it_everywhere(qtbot, studio, small_bank) -> No
     assert pane.budget_bar.selected == target
     assert pane.graph.view.selected_id == target
     # And from the graph: a node click selects it in the lists.
-    node = result.trace["activation"]["steps"][0]["node"]
+    node = result.trace.to_dict()["activation"]["steps"][0]["node"]
     pane.graph.node_clicked.emit(node)
     assert pane.channel_tables["graph"].selected_unit() == node
     assert pane.channel_tables["lexical"].selected_unit() is None
@@ -285,7 +286,7 @@ def test_the_trace_saves_as_json(qtbot, studio, small_bank, tmp_path) -> None:
     result = make_result(small_bank)
     pane.show_result(result, of_trace(small_bank, result.trace, result.unit_ids))
     path = pane.save_trace(tmp_path / "trace.json")
-    assert json.loads(path.read_text(encoding="utf-8")) == result.trace
+    assert json.loads(path.read_text(encoding="utf-8")) == result.trace.to_dict()
 
 
 def test_no_bank_is_explained(qtbot, studio) -> None:

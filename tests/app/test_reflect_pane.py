@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from app.panes.reflect import COLUMN_MIN_WIDTH, ReflectPane, diff_html, theta_label, word_diff
+from app.panes.reflect import (
+    COLUMN_MIN_WIDTH,
+    ReflectPane,
+    diff_html,
+    evidence_diff,
+    theta_label,
+)
 from app.runner import Runner
 from app.state import StudioState
 from core import Disposition
@@ -32,14 +38,46 @@ def pane(qtbot, demo_state) -> ReflectPane:
     return pane
 
 
-def test_word_diff_marks_only_the_words_that_differ() -> None:
-    a = "Tomás fixed the report on Tuesday."
-    b = "Tomás probably fixed the report on Tuesday."
-    assert [p for p, differs in word_diff(b, [a]) if differs] == ["probably"]
-    assert not any(differs for _p, differs in word_diff(a, [b]))
-    # Against several answers, the closest one decides.
-    c = "Nobody knows anything."
-    assert [p for p, d in word_diff(b, [c, a]) if d] == ["probably"]
+def highlighted(text: str, others: list[str]) -> list[str]:
+    return [p.strip() for p, differs in evidence_diff(text, others) if differs]
+
+
+def test_the_diff_marks_the_evidence_that_differs_not_its_rank_or_reason() -> None:
+    """Two extractive answers: the same memories at other ranks, with other
+    reasons for leaving one out, do not differ; a memory only one uses does,
+    as a whole line."""
+    a = (
+        "1. [what I did, 2025-06-27 to 2025-06-28] Juniper is worried Northwind might not"
+        " extend the Atlas contract (27 June 2025).\n"
+        "2. [what I know, 2025-03-19 12:00] Northwind signed the contract for Atlas (19 March 2025).\n"
+        "\nLeft out (2):\n"
+        "- “Juniper said: Northwind extended after all (30 July 2025).” — paraphrase only: no word\n"
+        "- “Maya said: Now, Northwind (27 June 2025).” — ranked below the selection under this Θ\n"
+    )
+    b = (
+        "1. [what I know, 2025-03-19 12:00] Northwind signed the contract for Atlas (19 March 2025).\n"
+        "2. [what I did, 2025-06-27 to 2025-06-28] Juniper is worried Northwind might not"
+        " extend the Atlas contract (27 June 2025).\n"
+        "3. [what I know, 2025-07-30] Juniper said: Northwind extended after all (30 July 2025).\n"
+        "\nLeft out (1):\n"
+        "- “Maya said: Now, Northwind (27 June 2025).” — similarity below the threshold\n"
+    )
+    assert highlighted(a, [b]) == [
+        "- “Juniper said: Northwind extended after all (30 July 2025).” — paraphrase only: no word"
+    ]
+    assert highlighted(b, [a]) == [
+        "3. [what I know, 2025-07-30] Juniper said: Northwind extended after all (30 July 2025)."
+    ]
+    # Against several answers, a memory any of them uses the same way is shared.
+    assert highlighted(b, [a, b.replace("3.", "9.")]) == []
+
+
+def test_written_answers_differ_by_sentence_not_by_word() -> None:
+    a = "Tomás fixed the report on Tuesday. Northwind will probably renew."
+    b = "Tomás fixed that report on Tuesday. The outage worried Dana, so the renewal is open."
+    # A word changed in a sentence that says the same is not a difference...
+    assert highlighted(b, [a]) == ["The outage worried Dana, so the renewal is open."]
+    assert highlighted(a, [b]) == ["Northwind will probably renew."]
     assert "<span" in diff_html(b, [a]) and "&lt;" in diff_html("<b> x", ["y"])
 
 

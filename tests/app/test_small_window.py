@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from PySide6.QtCore import QModelIndex
+
 from app.panes.recall_debugger import FUSED_KEYS
 from tests.app.conftest import wait_idle
 
@@ -33,7 +36,41 @@ def test_every_pane_fits_a_1280x720_window(qtbot, make_window, small_bank) -> No
     header = fused.horizontalHeader()
     assert header.length() <= fused.viewport().width()
     assert header.sectionSize(FUSED_KEYS.index("fact")) >= 180
+    # Its graph fits beside the table without scrolling sideways: the tools on a
+    # second row, the parameters folded behind Controls.
+    graph = recall.graph
+    assert not graph.parameters.isVisible()
+    qtbot.waitUntil(lambda: recall.graph_scroll.viewport().width() > 0)
+    qtbot.waitUntil(lambda: recall.graph_scroll.horizontalScrollBar().maximum() == 0)
+    assert graph.width() <= recall.graph_scroll.viewport().width()
+    graph.controls_button.click()
+    assert graph.parameters.isVisible()
 
 
 def _hosts(window):
     return [window.tabs.widget(i) for i in range(window.tabs.count())]
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1440, 900)])
+def test_empty_detail_panels_collapse_and_come_back_on_selection(
+    qtbot, make_window, demo_engine, size
+) -> None:
+    """A detail panel with nothing to show takes no room from its list."""
+    window = make_window(start=True, engine=demo_engine)
+    window.resize(*size)
+    window.set_bank(demo_engine.open_bank("Demo"))
+    wait_idle(qtbot, window.state.runner)
+    for slug in ("world", "experience", "opinion", "observation", "entities", "documents"):
+        pane = window.pane(slug)
+        window.show_pane(slug)
+        table = pane.table
+        qtbot.waitUntil(lambda table=table: table.model().rowCount() > 0, timeout=20_000)
+        table.clearSelection()
+        table.setCurrentIndex(QModelIndex())
+        qtbot.waitUntil(lambda pane=pane: not pane.detail.isVisible())
+        # The list has the pane's width (less a splitter handle).
+        qtbot.waitUntil(lambda t=table, p=pane: t.width() >= p.splitter.width() - 40)
+        table.selectRow(0)
+        # Back with room to read in (a splitter can bring a hidden side back at width 0).
+        qtbot.waitUntil(lambda pane=pane: pane.detail.isVisible(), timeout=20_000)
+        qtbot.waitUntil(lambda pane=pane: pane.detail.width() > 300)

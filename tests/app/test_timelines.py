@@ -106,6 +106,7 @@ def test_hover_shows_evidence_and_reason_and_click_opens_the_evidence(qtbot, pan
     with qtbot.waitSignal(pane.shown, timeout=10_000):
         pane.set_checked([a])
     contradict = pane.plot.points[a][2]
+    assert not pane.detail.isVisible()  # no evidence open: the panel takes no room
     pane.plot.hover(contradict)
     text = pane.plot.hover_text()
     assert "contradicted · 0.60 → 0.40" in text
@@ -115,6 +116,7 @@ def test_hover_shows_evidence_and_reason_and_click_opens_the_evidence(qtbot, pan
         pane.plot.point_clicked.emit(contradict)
     assert blocker.args == [world[1].id]
     qtbot.waitUntil(lambda: pane.detail.unit is not None and pane.detail.unit.id == world[1].id)
+    assert pane.detail.isVisible()
 
 
 def test_side_panel_shows_current_confidence_past_texts_and_steps(qtbot, pane, history) -> None:
@@ -130,6 +132,12 @@ def test_side_panel_shows_current_confidence_past_texts_and_steps(qtbot, pane, h
     ]  # fmt: skip
     with qtbot.waitSignal(pane.unit_requested, timeout=5000):
         pane.steps.cellDoubleClicked.emit(1, 0)
+    # With no opinion selected the side panel folds away and the plot takes its room.
+    assert pane.side.isVisible()
+    plot_width = pane.plot.width()
+    pane.list.setCurrentItem(None)
+    qtbot.waitUntil(lambda: not pane.side.isVisible())
+    qtbot.waitUntil(lambda: pane.plot.width() > plot_width)
 
 
 def test_filters_by_time_and_entity(qtbot, pane, history) -> None:
@@ -186,8 +194,9 @@ def test_hover_cards_stay_inside_a_small_plot(qtbot, pane, history) -> None:
     pane.resize(1010, 600)  # the pane's room in a 1280x720 window
     with qtbot.waitSignal(pane.shown, timeout=10_000):
         pane.set_checked([a, b])
+    pane.list.setCurrentRow(0)  # the side panel open: the plot at its narrowest
     vb = pane.plot.getPlotItem().getViewBox()
-    qtbot.waitUntil(lambda: 250 < vb.width() < 700)  # the plot's share, laid out
+    qtbot.waitUntil(lambda: pane.side.isVisible() and 250 < vb.width() < 330)
     box = vb.sceneBoundingRect()
     for opinion_id in (a, b):
         for point in pane.plot.points[opinion_id]:
@@ -195,3 +204,13 @@ def test_hover_cards_stay_inside_a_small_plot(qtbot, pane, history) -> None:
             pane.plot.grab()  # the note places itself when painted
             card = pane.plot.hover_rect()
             assert box.adjusted(-2, -2, 2, 2).contains(card), (point.relation, card, box)
+    # A point a little left of the middle (where the demo's card was cut off at
+    # 1280x720): the note goes to the roomier side, no wider than that room.
+    point = pane.plot.points[a][1]
+    t, span = point.when.timestamp(), 30 * 86400.0
+    for offset in (0.47, 0.53):
+        pane.plot.set_time_range(t - offset * span, t + (1 - offset) * span)
+        pane.plot.hover(point)
+        pane.plot.grab()
+        card = pane.plot.hover_rect()
+        assert box.adjusted(-2, -2, 2, 2).contains(card), (offset, card, box)

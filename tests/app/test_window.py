@@ -274,4 +274,4 @@ def test_opening_a_bank_preloads_recalls_link_graph(qtbot, make_window, engine):
     # Loaded in the runner after the open: the bank's first recall finds it current.
     assert opened.prepare_recall() == "current"
     result = opened.recall("anything at all", channels=["graph"])
-    assert result.trace["channels"]["graph"]["links"]["state"] == "current"
+    assert result.trace.to_dict()["channels"]["graph"]["links"]["state"] == "current"

@@ -175,9 +175,9 @@ def test_interrupted_purge_is_finished_by_the_next(built, monkeypatch):
     assert bank.store.meta(purge_module.PENDING_KEY) is True
     # The rows are gone but old copies linger until the rebuilds run.
     assert MARKER not in _all_text(bank)
-    assert purge_module.finish_pending_purge(bank)
+    assert purge_module.finish_pending_purge(bank.handle)
     assert bank.store.meta(purge_module.PENDING_KEY) is None
     assert folder_contains(bank.folder, MARKER.encode()) == []
     assert _terms(bank, MARKER.lower()) == []
-    assert not purge_module.finish_pending_purge(bank)
+    assert not purge_module.finish_pending_purge(bank.handle)
     assert bank.verify().ok

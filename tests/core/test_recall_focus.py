@@ -92,19 +92,19 @@ def test_recall_boosts_the_named_speakers_facts(chat):
     off = {"recall.speaker_focus": 0.0, "recall.embed_without_speakers": False}
     plain = chat.recall(query, settings=off)
     focused = chat.recall(query, settings={"recall.embed_without_speakers": False})
-    assert "focus" not in plain.trace and plain.trace["speakers_named"] == ["Melanie"]
-    trace = focused.trace["focus"]
+    assert plain.trace.focus is None and plain.trace.speakers_named == ["Melanie"]
+    trace = focused.trace.to_dict()["focus"]
     assert trace["speakers"] == ["Melanie"] and trace["factor"] == 2.0
     melanie = said_by(chat, "Melanie")
-    assert set(trace["units"]) == melanie & {f["id"] for f in focused.trace["fused"]}
-    assert any("speaker focus" in note for note in focused.trace["notes"])
-    for fused in focused.trace["fused"]:
-        unfocused = next(f for f in plain.trace["fused"] if f["id"] == fused["id"])
+    assert set(trace["units"]) == melanie & {f["id"] for f in focused.trace.to_dict()["fused"]}
+    assert any("speaker focus" in note for note in focused.trace.to_dict()["notes"])
+    for fused in focused.trace.to_dict()["fused"]:
+        unfocused = next(f for f in plain.trace.to_dict()["fused"] if f["id"] == fused["id"])
         factor = 2.0 if fused["id"] in melanie else 1.0
         assert fused["factor"] == factor
         assert fused["score"] == pytest.approx(unfocused["score"] * factor)
     # Both pottery turns share the query's words; Melanie's comes first once focused.
-    order = [f["id"] for f in focused.trace["fused"]]
+    order = [f["id"] for f in focused.trace.to_dict()["fused"]]
     pottery = {u.id: u.text for u in chat.units(limit=100) if "pottery class" in u.text}
     assert pottery[min(pottery, key=order.index)].startswith("Melanie:")
 
@@ -112,9 +112,9 @@ def test_recall_boosts_the_named_speakers_facts(chat):
 def test_the_semantic_channel_embeds_the_query_without_speaker_names(chat):
     query = "What does Melanie do to de-stress?"
     result = chat.recall(query, channels=["semantic"])
-    assert result.trace["semantic_query"] == "What does do to de-stress?"
+    assert result.trace.to_dict()["semantic_query"] == "What does do to de-stress?"
     vector = chat.engine.embedder.embed_one("What does do to de-stress?")
-    best = result.trace["channels"]["semantic"]
+    best = result.trace.to_dict()["channels"]["semantic"]
     assert best["scores"][0] == pytest.approx(
         float(
             vector
@@ -127,7 +127,7 @@ def test_the_semantic_channel_embeds_the_query_without_speaker_names(chat):
     kept = chat.recall(
         query, channels=["semantic"], settings={"recall.embed_without_speakers": False}
     )
-    assert kept.trace["semantic_query"] == query
+    assert kept.trace.to_dict()["semantic_query"] == query
 
 
 def test_graph_seeds_are_the_best_semantic_and_lexical_hits_fused(chat):
@@ -156,4 +156,4 @@ def test_prepare_recall_loads_the_link_graph_once(chat):
     assert chat.prepare_recall() == "rebuilt"
     assert chat.prepare_recall() == "current"
     result = chat.recall("pottery", channels=["graph"])
-    assert result.trace["channels"]["graph"]["links"]["state"] == "current"
+    assert result.trace.to_dict()["channels"]["graph"]["links"]["state"] == "current"

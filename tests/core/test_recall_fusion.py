@@ -6,13 +6,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.recall.fusion import rank_by_score, rrf
+from core.recall.fusion import rrf
 from core.recall.packing import pack, spread_sources
 
 ids = st.text(alphabet="abcdefghij", min_size=1, max_size=3)
 channel_scores = st.dictionaries(
     ids, st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), max_size=25
 )
+
+
+def rank_by_score(scores: dict[str, float]) -> list[str]:
+    """Ids by raw score, highest first (ties by id): a channel's ranking."""
+    return [i for i, _ in sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))]
 
 
 @given(

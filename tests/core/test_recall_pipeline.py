@@ -9,7 +9,7 @@ import pytest
 
 from core import InvalidInputError, Network, NewUnit, RecallResult
 from core.recall import explain
-from core.recall.trace import activation_path
+from core.recall.trace import RecallTrace, activation_path
 
 FACTS = [
     # (text, network, occurred_start, entities)
@@ -111,8 +111,10 @@ def test_trace_explains_every_packed_item(filled):
     result = filled.recall(
         "What did Carol do in August 2023?", budget_tokens=60, now=datetime(2023, 12, 1)
     )
-    trace = json.loads(json.dumps(result.trace))  # plain JSON data, round-trips
-    assert trace == result.trace
+    trace = json.loads(json.dumps(result.trace.to_dict()))  # plain JSON data, round-trips
+    assert trace == result.trace.to_dict()
+    # A saved trace reads back as the trace it was.
+    assert RecallTrace.from_dict(trace) == result.trace
     assert json.loads(result.to_json())["items"][0]["unit_id"] == result.items[0].unit_id
     assert set(trace["channels"]) == {"semantic", "lexical", "graph", "temporal"}
     assert trace["interval"]["start"].startswith("2023-08-01")
@@ -144,19 +146,19 @@ def test_graph_channel_reaches_linked_units(filled):
     result = filled.recall(
         "Alice's new job at Google", channels=["graph"], settings={"recall.activation_seeds": 1}
     )
-    graph = result.trace["channels"]["graph"]
-    seed = result.trace["activation"]["seeds"][0]["node"]
+    graph = result.trace.to_dict()["channels"]["graph"]
+    seed = result.trace.to_dict()["activation"]["seeds"][0]["node"]
     assert seed in {"u0", "u9"}
     # Linked through the alice/google entities: the other Alice facts.
     assert set(graph["ids"]) == {"u0", "u1", "u9"} - {seed}
-    assert "semantic" not in result.trace["channels"]  # ran for seeds only, not fused
-    for step in result.trace["activation"]["steps"]:
+    assert "semantic" not in result.trace.to_dict()["channels"]  # ran for seeds only, not fused
+    for step in result.trace.to_dict()["activation"]["steps"]:
         assert activation_path(result.trace, step["node"])[-1] == step
 
 
 def test_temporal_channel_is_silent_without_a_time(filled):
     result = filled.recall("Who likes pottery?", channels=["temporal"])
-    temporal = result.trace["channels"]["temporal"]
+    temporal = result.trace.to_dict()["channels"]["temporal"]
     assert not temporal["ran"] and temporal["ids"] == []
     assert "no time" in temporal["note"]
     assert result.items == ()
@@ -164,20 +166,20 @@ def test_temporal_channel_is_silent_without_a_time(filled):
 
 def test_temporal_channel_keeps_to_the_interval(filled):
     result = filled.recall("What happened in June 2023?", channels=["temporal"])
-    assert set(result.trace["channels"]["temporal"]["ids"]) == {"u2", "u3"}
+    assert set(result.trace.to_dict()["channels"]["temporal"]["ids"]) == {"u2", "u3"}
     assert {i.unit_id for i in result.items} == {"u2", "u3"}
 
 
 def test_networks_and_time_filters_apply_to_every_channel(filled):
     only_opinion = filled.recall("Bob holidays camping kids", networks=["opinion"])
     assert [i.unit_id for i in only_opinion.items] == ["u7"]
-    for channel in only_opinion.trace["channels"].values():
+    for channel in only_opinion.trace.to_dict()["channels"].values():
         assert set(channel["ids"]) <= {"u7"}
     summer = filled.recall(
         "Bob camping with kids dinosaur", start=datetime(2023, 6, 15), end=datetime(2023, 7, 1)
     )
     assert {i.unit_id for i in summer.items} == {"u3"}
-    for channel in summer.trace["channels"].values():
+    for channel in summer.trace.to_dict()["channels"].values():
         assert set(channel["ids"]) <= {"u3"}
 
 
@@ -185,12 +187,12 @@ def test_retracted_units_are_never_recalled(filled):
     retract(filled, "u1")
     result = filled.recall("Alice adopted a grey cat called Miso", budget_tokens=10_000)
     assert "u1" not in result.unit_ids
-    for channel in result.trace["channels"].values():
+    for channel in result.trace.to_dict()["channels"].values():
         assert "u1" not in channel["ids"]
     # Activation never passes through it either, though a seed still links to it.
-    seeds = {s["node"] for s in result.trace["activation"]["seeds"]}
+    seeds = {s["node"] for s in result.trace.to_dict()["activation"]["seeds"]}
     assert seeds & {"u0", "u9"}
-    assert "u1" not in {s["node"] for s in result.trace["activation"]["steps"]}
+    assert "u1" not in {s["node"] for s in result.trace.to_dict()["activation"]["steps"]}
 
 
 def test_observations_under_their_own_budget(filled):
@@ -208,7 +210,7 @@ def test_observations_under_their_own_budget(filled):
         "Carol painting", budget_tokens=20, networks=["world"], observation_budget=50
     )
     assert [o.unit_id for o in result.observations] == ["obs-carol"]
-    assert result.trace["observations"]["packed"] == ["obs-carol"]
+    assert result.trace.to_dict()["observations"]["packed"] == ["obs-carol"]
     assert result.tokens_used <= 20
     assert not filled.recall("Carol painting", networks=["world"]).observations
 
@@ -216,14 +218,14 @@ def test_observations_under_their_own_budget(filled):
 def test_empty_bank(bank):
     result = bank.recall("anything at all?")
     assert result.items == () and result.tokens_used == 0
-    assert result.trace["channels"]["semantic"]["ids"] == []
-    json.dumps(result.trace)
+    assert result.trace.to_dict()["channels"]["semantic"]["ids"] == []
+    json.dumps(result.trace.to_dict())
 
 
 def test_punctuation_only_query(filled):
     result = filled.recall("?!... ;-) —")
     assert result.items == ()
-    assert "no letters or digits" in result.trace["notes"][0]
+    assert "no letters or digits" in result.trace.to_dict()["notes"][0]
 
 
 def test_50kb_query(filled):
@@ -231,8 +233,8 @@ def test_50kb_query(filled):
     assert len(query) == 50_000
     result = filled.recall(query, budget_tokens=50)
     assert {"u0", "u9"} & set(result.unit_ids)
-    assert result.trace["query_chars"] == 50_000
-    assert len(result.trace["query"]) <= 2000
+    assert result.trace.to_dict()["query_chars"] == 50_000
+    assert len(result.trace.to_dict()["query"]) <= 2000
     check_budget_and_order(result, 50)
 
 
@@ -246,13 +248,13 @@ def test_one_unit_bank(bank):
 def test_all_networks_filtered_out(filled):
     result = filled.recall("Alice", networks=[])
     assert result.items == ()
-    assert "no networks" in result.trace["notes"][0]
+    assert "no networks" in result.trace.to_dict()["notes"][0]
     assert filled.recall("Alice", networks=["observation"]).items == ()
 
 
 def test_zero_budget_packs_nothing(filled):
     result = filled.recall("Alice", budget_tokens=0)
-    assert result.items == () and result.trace["packing"]["skipped"]
+    assert result.items == () and result.trace.to_dict()["packing"]["skipped"]
 
 
 @pytest.mark.parametrize(
@@ -278,8 +280,8 @@ def test_bad_input_gets_a_clear_error(bank, kwargs):
 
 def test_levels_change_the_candidate_count(filled):
     low = filled.recall("Alice", level="low", channels=["semantic"])
-    assert low.trace["candidates_per_channel"] == 20
-    assert filled.recall("Alice", level="high").trace["candidates_per_channel"] == 150
+    assert low.trace.to_dict()["candidates_per_channel"] == 20
+    assert filled.recall("Alice", level="high").trace.candidates_per_channel == 150
 
 
 def test_cli_recall(filled, engine, capsys):
@@ -309,12 +311,12 @@ def test_the_trace_replays_the_waves_recall_spread(filled):
         channels=["graph"],
         settings={"recall.activation_seeds": 1, "recall.activation_step_budget": 1},
     )
-    activation = result.trace["activation"]
+    activation = result.trace.to_dict()["activation"]
     waves = activation["waves"]
     assert len(waves) >= 2 and all(len(w["lit"]) == 1 for w in waves)
     assert activation["step_budget"] == 1
     levels = replay_activation(activation)
-    graph = result.trace["channels"]["graph"]
+    graph = result.trace.to_dict()["channels"]["graph"]
     for unit_id, a in zip(graph["ids"], graph["activation"], strict=True):
         assert levels[-1][unit_id] == pytest.approx(a)
     for wave, before, after in zip(waves, levels[:-1], levels[1:], strict=True):

@@ -110,8 +110,8 @@ def test_cross_encoder_reranker_runs_and_says_so(bank, tiny_cross_encoder):
     assert ranker.name == f"cross-encoder:{tiny_cross_encoder.name}"
     result = bank.recall("Who paints?", budget_tokens=1000, reranker=ranker)
     assert result.reranker == ranker.name
-    assert result.trace["rerank"]["name"] == ranker.name
-    scores = {s["id"]: s["score"] for s in result.trace["rerank"]["scores"]}
+    assert result.trace.to_dict()["rerank"]["name"] == ranker.name
+    scores = {s["id"]: s["score"] for s in result.trace.to_dict()["rerank"]["scores"]}
     assert len(result.items) == 4
     # The packed order is the cross-encoder's order: scores descending.
     assert [i.score for i in result.items] == sorted(scores.values(), reverse=True)

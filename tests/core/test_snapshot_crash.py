@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from core import Engine, NewUnit
-from core.snapshot.importer import FAULT_ENV
 from tests.support.children import Child, snapshot_importer
 from tests.support.curation import add_entity, dump
 from tests.support.embedders import HashEmbedder
@@ -63,9 +62,7 @@ def _state(home: Path) -> tuple[list[str], dict | None, list[str]]:
 
 
 def _run(home: Path, snapshot: Path, name: str, replace: bool, fault: str | None = None) -> Child:
-    return Child(
-        snapshot_importer, str(home), str(snapshot), name, replace, env={FAULT_ENV: fault or ""}
-    )
+    return Child(snapshot_importer, str(home), str(snapshot), name, replace, fault)
 
 
 @pytest.mark.parametrize("fault", ["extracted", "built", "set-aside", "moved"])

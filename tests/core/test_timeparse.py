@@ -534,3 +534,47 @@ def test_the_past_tense_outweighs_a_progressive_in_the_same_sentence():
     sentence = "That fits what changed in June: Tomás is using live pairing for the handover"
     [when] = find_time_expressions(sentence, datetime(2025, 7, 3, 10))
     assert when.start == datetime(2025, 6, 1)
+
+
+def test_a_day_of_the_month_before_after_or_before_is_a_date():
+    # "met back up with the team on the 15th after the trip", said on 17 August.
+    ref = datetime(2023, 8, 17, 14, 0)
+    [found] = find_time_expressions("I met back up with them on the 15th after my trip", ref)
+    assert (found.start, found.end) == (d(2023, 8, 15), d(2023, 8, 16))
+    assert find_time_expressions("the office is on the 5th floor after the lifts", ref) == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "said", "start"),
+    [
+        # The demo bank (said in 2025) read these as 2024: the past tense of
+        # another clause ("tone changed", "created") pulled the date a year back.
+        (
+            "Dana's tone changed and their renewal decision is due at the end of July",
+            datetime(2025, 6, 27, 15, 12),
+            datetime(2025, 7, 21),
+        ),
+        (
+            "I created the Beacon 2.1 milestone with a target of late August",
+            datetime(2025, 7, 3, 10),
+            datetime(2025, 8, 21),
+        ),
+        # A season with no year: the nearer one unless the tense says otherwise.
+        (
+            "We want the next major release out before the summer",
+            datetime(2025, 4, 10, 9, 45),
+            datetime(2025, 6, 1),
+        ),
+        (
+            "I'm also applying to a master's program in Munich for the winter semester",
+            datetime(2025, 4, 3, 10),
+            datetime(2025, 12, 1),
+        ),
+        # Still the past when this clause says so.
+        ("It was hot in the summer", datetime(2025, 4, 10), datetime(2024, 6, 1)),
+        ("The deadline was at the end of July", datetime(2025, 6, 27), datetime(2024, 7, 21)),
+    ],
+)
+def test_a_yearless_date_in_the_turns_year_when_its_own_clause_looks_ahead(sentence, said, start):
+    [when] = find_time_expressions(sentence, said)
+    assert when.start == start

@@ -181,11 +181,23 @@ def store_writer(
 
 
 def snapshot_importer(
-    report: Callable[[object], None], home: str, path: str, name: str, replace: bool
+    report: Callable[[object], None],
+    home: str,
+    path: str,
+    name: str,
+    replace: bool,
+    fault: str | None = None,
 ) -> None:
-    """Import a snapshot (a fault point in ENGRAM_IMPORT_FAULT may SIGKILL it midway)."""
+    """Import a snapshot; at the step named `fault` the import SIGKILLs itself."""
     from core import Engine
+    from core.snapshot import importer
     from tests.support.embedders import HashEmbedder
+
+    def kill_at(point: str) -> None:
+        if point == fault:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    importer.on_step = kill_at
 
     with Engine(home, embedder=HashEmbedder()) as engine:
         engine.import_snapshot(path, name=name, replace=replace)

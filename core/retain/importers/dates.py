@@ -14,6 +14,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from core.timeparse import naive_utc
+
 # Longer strings are prose, not a date header; the bound also caps parser work.
 _MAX_DATE_CHARS = 80
 
@@ -58,13 +60,6 @@ _DATEPARSER_SETTINGS: dict[str, Any] = {
 }
 
 
-def to_naive_utc(value: datetime) -> datetime:
-    """Aware -> converted to UTC, tzinfo dropped; naive -> taken as UTC already."""
-    if value.tzinfo is None:
-        return value
-    return value.astimezone(UTC).replace(tzinfo=None)
-
-
 def from_epoch(value: float) -> datetime:
     """Epoch seconds (or milliseconds, when implausibly large for seconds) -> naive UTC.
 
@@ -101,7 +96,7 @@ def _from_iso(s: str) -> datetime | None:
     if not re.match(r"\d{4}-\d{2}-\d{2}", s):
         return None
     try:
-        return to_naive_utc(datetime.fromisoformat(s))
+        return naive_utc(datetime.fromisoformat(s))
     except ValueError:
         return None
 
@@ -113,4 +108,4 @@ def _from_dateparser(s: str) -> datetime | None:
         found = dateparser.parse(s, languages=["en"], settings=_DATEPARSER_SETTINGS)
     except Exception:  # dateparser raises assorted errors on odd input; treat as "not a date"
         return None
-    return None if found is None else to_naive_utc(found)
+    return None if found is None else naive_utc(found)

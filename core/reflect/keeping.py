@@ -37,7 +37,7 @@ from core.types import Change, Disposition, ExtractionMode, Kind, Network, NewUn
 if TYPE_CHECKING:
     import duckdb
 
-    from core.bank import Bank
+    from core.handle import BankHandle
 
 _COLUMNS = (
     "id, query, disposition, evidence_ids, answer, opinions, model, mode, created_at,"
@@ -46,7 +46,7 @@ _COLUMNS = (
 
 
 def commit(
-    bank: Bank, reflection: Reflection, *, apply_opinions: bool = True
+    bank: BankHandle, reflection: Reflection, *, apply_opinions: bool = True
 ) -> tuple[Change, Reflection]:
     """Store `reflection` and apply its opinions; returns the change and the
     reflection as kept (final confidences, event ids). With `apply_opinions=False`
@@ -254,7 +254,7 @@ def _insert(con: duckdb.DuckDBPyConnection, r: Reflection, now: datetime) -> Non
 
 
 def list_reflections(
-    bank: Bank,
+    bank: BankHandle,
     *,
     limit: int | None = 100,
     offset: int = 0,
@@ -281,7 +281,7 @@ def list_reflections(
     return out
 
 
-def get_reflection(bank: Bank, reflection_id: str) -> Reflection:
+def get_reflection(bank: BankHandle, reflection_id: str) -> Reflection:
     con = bank.store.reader()
     row = con.execute(
         f"SELECT {_COLUMNS} FROM reflections WHERE id = ?", [reflection_id]
