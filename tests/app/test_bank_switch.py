@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtWidgets import QMessageBox
 
 from app.panes.network import NetworkPane
@@ -32,6 +33,7 @@ def _select_and_focus(qtbot, window, pane) -> None:
     wait_idle(qtbot, window.runner)
 
 
+@pytest.mark.slow
 def test_switching_banks_from_every_pane_with_a_selection_raises_no_error(
     qtbot, make_window, engine
 ):

@@ -72,6 +72,7 @@ def test_a_cancelled_demo_build_leaves_no_half_bank(engine, demo_folder):
     assert engine.banks() == []
 
 
+@pytest.mark.slow
 def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
     home = tmp_path / "home"
     shutil.copytree(demo_subset_home, home)

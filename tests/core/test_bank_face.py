@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core import EngramError
-from tests.core import test_curate_support as support
-from tests.core.test_curate_support import MARKER, add_entity, lexical_ids, vector_ids
+from tests.support import curation as support
+from tests.support.curation import MARKER, add_entity, lexical_ids, vector_ids
 
 template = support.template
 built = support.built

@@ -34,6 +34,7 @@ def run(home, *argv: str) -> int:
     return main(["--home", str(home), *argv])
 
 
+@pytest.mark.slow
 def test_listing_into_a_closed_pipe_ends_quietly(engine, bank):
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((3000, bank.store.dim)).astype(np.float32)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from core import Kind, Network, UnitStatus
 from core.cli import main as cli
-from tests.core import test_curate_support as support
-from tests.core.test_curate_support import dump, lexical_ids, table_rows
+from tests.support import curation as support
+from tests.support.curation import dump, lexical_ids, table_rows
 
 DATA = Path(__file__).parent / "data"
 template = support.template

@@ -7,8 +7,8 @@ import pytest
 
 from core import EngramError, InvalidInputError, Kind, Network, UnitStatus
 from core.cli import main as cli
-from tests.core import test_curate_support as support
-from tests.core.test_curate_support import dump, lexical_ids, table_rows, vector_ids
+from tests.support import curation as support
+from tests.support.curation import dump, lexical_ids, table_rows, vector_ids
 
 template = support.template
 built = support.built

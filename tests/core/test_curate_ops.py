@@ -8,8 +8,8 @@ import pytest
 
 from core import EngramError, InvalidInputError, Kind, Network
 from core.cli import main as cli
-from tests.core import test_curate_support as support
-from tests.core.test_curate_support import (
+from tests.support import curation as support
+from tests.support.curation import (
     MARKER,
     add_entity,
     lexical_ids,

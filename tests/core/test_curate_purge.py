@@ -10,8 +10,8 @@ import pytest
 
 from core import EngramError, Kind
 from core.curate import purge as purge_module
-from tests.core import test_curate_support as support
-from tests.core.test_curate_support import (
+from tests.support import curation as support
+from tests.support.curation import (
     MARKER,
     dump,
     folder_contains,

@@ -20,7 +20,8 @@ from core.cli import main as cli_main
 from core.curate import purge as purge_module
 from core.store.bank_store import BankStore
 from core.store.failures import NEXT_OPEN
-from tests.core.test_curate_support import HashEmbedder, add_entity, folder_contains
+from tests.support.curation import add_entity, folder_contains
+from tests.support.embedders import HashEmbedder
 
 ENOSPC = OSError(errno.ENOSPC, "No space left on device")
 

@@ -21,9 +21,10 @@ from core.retain.importers import load_documents, parse_documents
 from core.retain.llm_extract import LlmExtractor
 from core.text import clean_name, has_surrogate, repair_strings
 from core.types import Turn
-from tests.core.test_curate_support import HashEmbedder, dump
 from tests.data.hostile import make_corpus as corpus
 from tests.fakes.ollama_server import Reply
+from tests.support.curation import dump
+from tests.support.embedders import HashEmbedder
 
 BIDI_AND_CONTROLS = "\x00\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
 

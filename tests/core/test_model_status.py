@@ -12,8 +12,8 @@ from core import Network
 from core.cli import main
 from core.providers.llm import LanguageModel, LlmSettings
 from core.settings import EngineSettings
-from tests.core.test_reflect_helpers import Router, add, unit, use_fake
 from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.support.reflection import Router, add, unit, use_fake
 
 CONVERSATION = (
     "## 2025-03-01 09:00\nAlice: I moved to Lisbon last week.\nBob: Lisbon is lovely in spring.\n"

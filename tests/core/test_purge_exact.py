@@ -14,7 +14,8 @@ from core.cli import main as cli_main
 from core.curate.redaction import REDACTED, NameMatcher
 from core.retain.importers import parse_documents
 from core.store.lexical import query_terms
-from tests.core.test_curate_support import HashEmbedder, folder_contains, lexical_ids
+from tests.support.curation import folder_contains, lexical_ids
+from tests.support.embedders import HashEmbedder
 
 GRACE = b"""Alice: My sister Grace is visiting next week from Boston.
 Bob: Grace is a nurse at the city hospital, right?
@@ -93,7 +94,7 @@ ZORBLAX = (
 def _zorblax_bank(engine):
     bank = engine.create_bank("z")
     bank.ingest(parse_documents(ZORBLAX, "txt", "/tmp/zorblax_q notes.txt"), mode="verbatim")
-    from tests.core.test_curate_support import add_entity
+    from tests.support.curation import add_entity
 
     zid = add_entity(bank, "Zorblax", "org")
     units = bank.units()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from core.cli import main
-from tests.core.test_reflect_helpers import add, unit
+from tests.support.reflection import add, unit
 
 
 def _counts(bank, ids):

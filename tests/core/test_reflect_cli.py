@@ -11,8 +11,8 @@ from core import Network
 from core.cli import main
 from core.reflect.disposition import SKEPTICISM
 from core.settings import EngineSettings
-from tests.core.test_reflect_helpers import Router, add, opinion, system_of, unit, use_fake
 from tests.fakes.ollama_server import FakeOllama
+from tests.support.reflection import Router, add, opinion, system_of, unit, use_fake
 
 QUERY = "Where should Alice go hiking?"
 GREAT = "Yosemite is a great park for Alice."

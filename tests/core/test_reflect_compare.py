@@ -10,7 +10,8 @@ import pytest
 from core import Disposition, InvalidInputError, Network, ReflectionError
 from core.reflect.disposition import SKEPTICISM
 from core.reflect.values import OpinionAction
-from tests.core.test_reflect_helpers import (
+from tests.fakes.ollama_server import Reply
+from tests.support.reflection import (
     Router,
     add,
     cited_ids,
@@ -22,7 +23,6 @@ from tests.core.test_reflect_helpers import (
     use_fake,
     user_of,
 )
-from tests.fakes.ollama_server import Reply
 
 QUERY = "Should Alice go back to Yosemite?"
 GREAT = "Yosemite is a great park for Alice."

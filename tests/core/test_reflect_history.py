@@ -13,7 +13,7 @@ from core.reflect.values import FormedOpinion, OpinionAction, Reflection
 from core.retain.opinions import events_of
 from core.store.bank_store import utcnow
 from core.types import new_id
-from tests.core.test_reflect_helpers import add, unit
+from tests.support.reflection import add, unit
 
 RELATIONS = ["reinforce", "weaken", "contradict", "neutral"]
 
@@ -49,6 +49,7 @@ def update(opinion_id: str, relation: str) -> FormedOpinion:
     )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25,
     deadline=None,

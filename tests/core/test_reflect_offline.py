@@ -9,7 +9,7 @@ import pytest
 from core import Disposition, Network
 from core.reflect.offline import MAX_ITEMS
 from core.reflect.values import OFFLINE_MODE
-from tests.core.test_reflect_helpers import add, add_entity, state, unit
+from tests.support.reflection import add, add_entity, state, unit
 
 QUERY = "Where should Alice go hiking this summer?"
 

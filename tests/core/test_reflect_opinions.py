@@ -9,7 +9,8 @@ import pytest
 from core import Disposition, Network, ReflectionError
 from core.reflect.formation import EXAMPLE_TEXT
 from core.reflect.values import OFFLINE_MODE, OpinionAction
-from tests.core.test_reflect_helpers import (
+from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.support.reflection import (
     Router,
     add,
     add_entity,
@@ -21,7 +22,6 @@ from tests.core.test_reflect_helpers import (
     unit,
     use_fake,
 )
-from tests.fakes.ollama_server import FakeOllama, Reply
 
 QUERY = "Where should Alice go hiking next?"
 GREAT = "Yosemite is a great park for Alice."

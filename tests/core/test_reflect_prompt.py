@@ -9,7 +9,7 @@ import pytest
 
 from core import BankProfile, Disposition, Network, system_prompt
 from core.reflect.disposition import EMPATHY, LITERALISM, SKEPTICISM, verbalise
-from tests.core.test_reflect_helpers import Router, add, system_of, unit, use_fake, user_of
+from tests.support.reflection import Router, add, system_of, unit, use_fake, user_of
 
 PROFILE = BankProfile(name="Trail notes", background="I help Alice plan her hiking trips.")
 TRAITS = {"skepticism": SKEPTICISM, "literalism": LITERALISM, "empathy": EMPATHY}

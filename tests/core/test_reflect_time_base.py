@@ -9,7 +9,7 @@ from datetime import datetime
 from core import Network
 from core.retain.opinions import OpinionEvent, write_events
 from core.store.bank_store import utcnow
-from tests.core.test_reflect_helpers import Router, add, opinion, unit, use_fake, user_of
+from tests.support.reflection import Router, add, opinion, unit, use_fake, user_of
 
 QUERY = "Where should Alice go hiking next?"
 HELD = "Yosemite is a great park for Alice."

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from core import Engine, NewUnit
-from tests.core.test_curate_support import HashEmbedder, add_entity, dump
 from tests.support.children import Child, snapshot_importer
+from tests.support.curation import add_entity, dump
+from tests.support.embedders import HashEmbedder
 
 pytestmark = pytest.mark.slow
 

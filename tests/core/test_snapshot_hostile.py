@@ -16,7 +16,8 @@ import pytest
 
 from core import Engine, EngramError, NewUnit
 from core.snapshot import archive
-from tests.core.test_curate_support import HashEmbedder, add_entity, dump
+from tests.support.curation import add_entity, dump
+from tests.support.embedders import HashEmbedder
 
 
 @pytest.fixture(scope="module")
@@ -32,13 +33,15 @@ def valid(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture
-def engine(tmp_path):
-    with Engine(tmp_path / "home", embedder=HashEmbedder()) as engine:
+# One engine and victim per module: every test here is a refused import that
+# checks the victim did not move (a test that moved it fails itself).
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    with Engine(tmp_path_factory.mktemp("home"), embedder=HashEmbedder()) as engine:
         yield engine
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def victim(engine, valid):
     """The bank a hostile import tries to replace; its state must not move."""
     bank = engine.import_snapshot(valid)

@@ -12,8 +12,9 @@ import pytest
 from core import BankExistsError, CancelledError, CancelToken, Disposition, Engine, NewUnit
 from core.cli import main as cli
 from core.snapshot import FORMAT_VERSION, diff_snapshots
-from tests.core import test_curate_support as support
-from tests.core.test_curate_support import HashEmbedder, dump, lexical_ids, table_rows, vector_ids
+from tests.support import curation as support
+from tests.support.curation import dump, lexical_ids, table_rows, vector_ids
+from tests.support.embedders import HashEmbedder
 
 template = support.template
 built = support.built

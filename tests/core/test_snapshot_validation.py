@@ -21,8 +21,9 @@ import pytest
 from core import Engine, EngramError, NewUnit
 from core.retain.importers import parse_documents
 from core.snapshot import archive
-from tests.core.test_curate_support import HashEmbedder, dump
 from tests.core.test_snapshot_hostile import _members, _parquet, _write
+from tests.support.curation import dump
+from tests.support.embedders import HashEmbedder
 
 CHAT = b"""Ann: I adopted a dog named Rex in Lisbon last spring.
 Bob: Rex is lovely. I think Lisbon suits you.
@@ -51,9 +52,17 @@ def engine(tmp_path):
         yield engine
 
 
-@pytest.fixture
-def victim(engine, valid):
-    return engine.import_snapshot(valid)
+@pytest.fixture(scope="module")
+def victim_engine(tmp_path_factory):
+    """One engine for the refused imports: each checks the victim did not move
+    (a test that moved it fails itself), so they need not import it afresh."""
+    with Engine(tmp_path_factory.mktemp("victim-home"), embedder=HashEmbedder()) as engine:
+        yield engine
+
+
+@pytest.fixture(scope="module")
+def victim(victim_engine, valid):
+    return victim_engine.import_snapshot(valid)
 
 
 def _table(files, name: str) -> pa.Table:
@@ -191,13 +200,13 @@ def _refused(engine, victim, path: Path, match: str) -> None:
 
 @pytest.mark.parametrize("case", sorted(VALUE_CASES))
 def test_hostile_values_are_refused_naming_table_row_and_field(
-    engine, victim, valid, tmp_path, case
+    victim_engine, victim, valid, tmp_path, case
 ):
     change, match = VALUE_CASES[case]
     manifest, files = _members(valid)
     change(manifest, files)
     path = _write(tmp_path / "hostile.engram", manifest, files)
-    _refused(engine, victim, path, match)
+    _refused(victim_engine, victim, path, match)
 
 
 def test_every_case_breaks_a_value_the_valid_snapshot_holds(valid):
@@ -257,46 +266,46 @@ def _central_method_93(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_deeply_nested_manifest(engine, victim, valid, tmp_path):
+def test_deeply_nested_manifest(victim_engine, victim, valid, tmp_path):
     _, files = _members(valid)
     path = _raw_zip(tmp_path / "nested.engram", b"[" * 100_000 + b"]" * 100_000, files)
-    _refused(engine, victim, path, "manifest.json is nested too deeply")
+    _refused(victim_engine, victim, path, "manifest.json is nested too deeply")
 
 
-def test_bad_crc(engine, victim, valid, tmp_path):
+def test_bad_crc(victim_engine, victim, valid, tmp_path):
     path = tmp_path / "crc.engram"
     shutil.copy(valid, path)
     _patch_member(path, "entities.parquet", _flip)
-    _refused(engine, victim, path, "damaged|checksum")
+    _refused(victim_engine, victim, path, "damaged|checksum")
 
 
-def test_bad_crc_in_the_manifest(engine, victim, valid, tmp_path):
+def test_bad_crc_in_the_manifest(victim_engine, victim, valid, tmp_path):
     path = tmp_path / "crc.engram"
     shutil.copy(valid, path)
     _patch_member(path, "manifest.json", _flip)
-    _refused(engine, victim, path, "damaged or not a valid Engram snapshot")
+    _refused(victim_engine, victim, path, "damaged or not a valid Engram snapshot")
 
 
-def test_corrupt_deflate_stream(engine, victim, valid, tmp_path):
+def test_corrupt_deflate_stream(victim_engine, victim, valid, tmp_path):
     manifest, files = _members(valid)
     path = _raw_zip(
         tmp_path / "deflate.engram", json.dumps(manifest).encode(), files, zipfile.ZIP_DEFLATED
     )
     _patch_member(path, "units.parquet", _flip)
-    _refused(engine, victim, path, "damaged or not a valid Engram snapshot")
+    _refused(victim_engine, victim, path, "damaged or not a valid Engram snapshot")
 
 
-def test_unknown_compression_method(engine, victim, valid, tmp_path):
+def test_unknown_compression_method(victim_engine, victim, valid, tmp_path):
     path = tmp_path / "method.engram"
     shutil.copy(valid, path)
     _central_method_93(path)
-    _refused(engine, victim, path, "compression method")
+    _refused(victim_engine, victim, path, "compression method")
 
 
-def test_truncated_archive(engine, victim, valid, tmp_path):
+def test_truncated_archive(victim_engine, victim, valid, tmp_path):
     path = tmp_path / "cut.engram"
     path.write_bytes(valid.read_bytes()[: valid.stat().st_size // 2])
-    _refused(engine, victim, path, "not an Engram snapshot|damaged")
+    _refused(victim_engine, victim, path, "not an Engram snapshot|damaged")
 
 
 # -- unknown settings: a warning, and the profile stays readable and fixable (item 5) --
@@ -351,6 +360,7 @@ def _big_bank(engine, rows: int, chars: int):
     return bank
 
 
+@pytest.mark.slow
 def test_a_bank_of_large_turns_exports_and_imports(engine, tmp_path):
     """2,100 turns of 45,000 characters (within the ingest limits) failed with DuckDB's
     OutOfMemoryException: 2,048-row batches against a 64 MB memory cap."""

@@ -197,6 +197,7 @@ CHILD_OPENS_BANK = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_second_process_gets_a_lock_error_naming_the_pid(tmp_path, embedder):
     with Engine(tmp_path, embedder=embedder) as engine:
         engine.create_bank("b").close()

@@ -2,33 +2,35 @@
 
 A child process (forked from a server that imported the engine once, so each
 start is cheap) adds batches of units in a loop and reports the number of each
-batch once `add_units` has returned. The test kills it at random moments (at
-least 30 times), then reopens the bank: `verify` must pass, and every reported
-batch must be there and found by both vector and BM25 search.
+batch once `add_units` has returned. The test kills it 20 times, at moments
+spread over a window several batches long (so over every stage of a write:
+DuckDB commit, vector and BM25 sync, queue drain), then reopens the bank:
+`verify` must pass, and every reported batch must be there and found by both
+vector and BM25 search.
 """
 
 from __future__ import annotations
-
-import random
 
 import numpy as np
 import pytest
 
 from core import Engine
-from tests.support.children import Child, store_writer
+from tests.support.children import Child, kill_moments, store_writer
 
-KILLS = 30
+KILLS = 20
+# A 20-unit batch takes ~0.05-0.2 s: the window spans several.
+WINDOW = (0.05, 0.65)
 BATCH = 20
 DIM = 384
 
 
-def run_until_killed(home, start: int, rng: random.Random) -> list[int]:
-    """Start a writer, kill it at a random moment after it is ready; return reported batches."""
+def run_until_killed(home, start: int, moment: float) -> list[int]:
+    """Start a writer, kill it `moment` seconds after it is ready; return reported batches."""
     child = Child(store_writer, str(home), start, BATCH, DIM)
     reported: list[str] = []
     try:
         child.wait_for("ready")
-        reported += child.receive(rng.uniform(0.05, 1.5))
+        reported += child.receive(moment)
     finally:
         reported += child.kill()
     return [int(number) for number in reported]
@@ -46,11 +48,10 @@ def test_sigkill_at_random_moments_loses_nothing_reported(tmp_path, embedder):
     with Engine(home, embedder=embedder) as engine:
         engine.create_bank("crash").close()
 
-    rng = random.Random(20261129)
     reported: list[int] = []
     next_batch = 0
-    for _ in range(KILLS):
-        new = run_until_killed(home, next_batch, rng)
+    for moment in kill_moments(KILLS, *WINDOW, seed=20261129):
+        new = run_until_killed(home, next_batch, moment)
         reported += new
         # The killed writer may have committed one more batch than it reported.
         next_batch = (max(reported) if reported else next_batch - 1) + 2

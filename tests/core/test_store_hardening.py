@@ -16,7 +16,7 @@ import pytest
 from core import BankExistsError, BankLockedError, Engine, NewUnit
 from core import engine as engine_module
 from core.store.bank_store import BankStore
-from tests.core.test_curate_support import HashEmbedder
+from tests.support.embedders import HashEmbedder
 
 
 def _engine(home):
@@ -124,6 +124,7 @@ CREATE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_two_processes_creating_one_name_make_one_bank(tmp_path):
     start = time.time() + 3.0  # both interpreters are up by then
     children = [
@@ -167,6 +168,7 @@ HOLD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_bank_another_process_holds_cannot_be_renamed(tmp_path):
     with _engine(tmp_path) as engine:
         engine.create_bank("held").close()

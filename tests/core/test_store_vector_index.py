@@ -13,8 +13,8 @@ import pytest
 from core import Kind, NewUnit
 from core.store import vectors as vectors_module
 from core.store.vectors import VectorIndex, occurred_where
-from tests.core import test_curate_support as support
-from tests.core.test_curate_support import folder_contains, table_rows, vector_ids
+from tests.support import curation as support
+from tests.support.curation import folder_contains, table_rows, vector_ids
 
 template = support.template
 built = support.built

@@ -3,9 +3,11 @@ and again; every retain it acknowledged is in the bank afterwards, and `verify`
 passes.
 
 The server runs forked from the crash tests' forkserver (tests/support), which
-imported torch and the engine once, so a restart costs the model's weights and
-the bank's open, not the imports. A client thread retains one document per
-request; only a 200 counts as acknowledged.
+imported the engine, FastAPI and uvicorn once, so a restart costs the model's
+weights and the bank's open, not the imports. A client thread retains one
+document per request; only a 200 counts as acknowledged. Twelve kills, at
+moments spread over a window of several retains (each ~0.05-0.2 s), land in
+every stage of one.
 
 The notes differ only in their numbers, so retain's near-duplicate merge
 (`retain.duplicate_similarity`, cosine 0.95) would fold about one in eight of
@@ -16,7 +18,6 @@ its own, with its exact text (verbatim mode keeps a speakerless turn as it is).
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 
@@ -24,9 +25,9 @@ import httpx
 import pytest
 
 from core import Engine
-from tests.support.children import Child, engram_serve
+from tests.support.children import Child, engram_serve, kill_moments
 
-KILLS = 20
+KILLS = 12
 TOKEN = "crash-test-token-0123456789"
 
 
@@ -50,8 +51,9 @@ def retain_until_gone(url: str, first: int, acknowledged: list[int], stop: threa
             n += 1
 
 
-def serve_until_killed(home, first: int, rng: random.Random, acknowledged: list[int]) -> int:
-    """Start `engram serve`, retain until a random moment, SIGKILL it; the next number."""
+def serve_until_killed(home, first: int, moment: float, acknowledged: list[int]) -> int:
+    """Start `engram serve`, retain until `moment` s after the first acknowledgement,
+    SIGKILL it; the next number."""
     child = Child(engram_serve, str(home), env={"ENGRAM_API_TOKEN": TOKEN})
     stop = threading.Event()
     try:
@@ -61,11 +63,11 @@ def serve_until_killed(home, first: int, rng: random.Random, acknowledged: list[
         before = len(acknowledged)
         writer = threading.Thread(target=retain_until_gone, args=(url, first, acknowledged, stop))
         writer.start()
-        # Kill once retains are flowing (the first one opens the bank), at a random moment.
+        # Kill once retains are flowing (the first one opens the bank).
         deadline = time.monotonic() + 120
         while len(acknowledged) == before and time.monotonic() < deadline:
             time.sleep(0.01)
-        time.sleep(rng.uniform(0.0, 0.8))
+        time.sleep(moment)
     finally:
         child.kill()
         stop.set()
@@ -82,11 +84,10 @@ def test_sigkill_mid_retain_loses_nothing_acknowledged(tmp_path, embedder):
         bank = engine.create_bank("crash")
         # No cosine exceeds 1: no note is merged into another's unit.
         bank.set_profile(config={"retain.duplicate_similarity": 1.01})
-    rng = random.Random(20261201)
     acknowledged: list[int] = []
     first = 0
-    for _ in range(KILLS):
-        first = serve_until_killed(home, first, rng, acknowledged)
+    for moment in kill_moments(KILLS, 0.0, 0.6, seed=20261201):
+        first = serve_until_killed(home, first, moment, acknowledged)
 
     assert len(acknowledged) >= KILLS
     with Engine(home, embedder=embedder) as engine:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import random
 import signal
 import time
 from collections.abc import Callable
@@ -32,15 +33,50 @@ PRELOAD = [
     "core.bank",
     "core.store.bank_store",
     "tests.support.children",
-    # The server crash test's children serve HTTP and embed (tests/server).
+    # What a write reaches for on first use (curation's bookkeeping, entity matching).
+    "core.curate",
+    "core.retain.entities",
+    "numpy.random",
+    # The snapshot crash test's children import a snapshot with the hash embedder.
+    "core.snapshot.importer",
+    "tests.support.embedders",
+    # The server crash test's children serve HTTP and embed (tests/server). The
+    # packages above are lazy faces: name the modules `engram serve` and its first
+    # retain import (FastAPI, uvicorn, MCP: ~650 modules, seconds a child when cold).
     "onnxruntime",
     "tokenizers",
     "core.providers.embedder",
-    "core.server",
     "core.cli",
+    "core.cli.serve",
+    "core.server.app",
+    "core.server.running",
+    "core.server.served",
+    "core.server.retain",
+    "core.server.mcp_tools",
+    "core.retain.pipeline",
+    "core.retain.rules",
+    "core.retain.gazetteer",
+    "core.recall",
+    "uvicorn.loops.asyncio",
+    "uvicorn.lifespan.on",
+    "anyio._backends._asyncio",
 ]
 
 _context: Any = None
+
+
+def kill_moments(count: int, low: float, high: float, seed: int) -> list[float]:
+    """`count` delays in [low, high), one drawn in each equal slice, in a shuffled order.
+
+    A crash loop kills a child that repeats one write; where in that write a kill
+    lands is what matters. Stratified moments spread a few kills over the window
+    as evenly as many random ones would, and a writer's cycle is shorter than the
+    window, so every phase of it is hit without dozens of restarts."""
+    rng = random.Random(seed)
+    width = (high - low) / count
+    moments = [low + (i + rng.random()) * width for i in range(count)]
+    rng.shuffle(moments)
+    return moments
 
 
 def _forkserver() -> Any:
@@ -155,7 +191,7 @@ def snapshot_importer(
     """Import a snapshot; at the step named `fault` the import SIGKILLs itself."""
     from core import Engine
     from core.snapshot import importer
-    from tests.core.test_curate_support import HashEmbedder
+    from tests.support.embedders import HashEmbedder
 
     def kill_at(point: str) -> None:
         if point == fault:

@@ -1,4 +1,4 @@
-"""Shared helpers for the curation and snapshot tests (no tests here).
+"""Shared helpers for the curation and snapshot tests.
 
 `build_bank` lays out a small bank by hand — entities, facts, an opinion with
 its confidence events, an observation, documents and turns, links of every
@@ -8,7 +8,6 @@ extraction heuristics evolve.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -38,36 +37,6 @@ MEMORY_TABLES = {
     "turns": "document_id, id",
     "meta": "key",
 }
-
-
-class HashEmbedder:
-    """Deterministic vectors from a text's hash: no model, same text same vector.
-
-    Named like the default model by default, so banks made with it open with
-    the real one too; give another name/dim to test re-embedding."""
-
-    def __init__(self, name: str = "sentence-transformers/all-MiniLM-L6-v2", dim: int = 384):
-        self.name = name
-        self.dim = dim
-        self.calls = 0
-
-    def embed(self, texts, batch_size: int = 64) -> np.ndarray:
-        self.calls += 1
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
-            out[i] = v / np.linalg.norm(v)
-        return out
-
-    def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def count_tokens_batch(self, texts) -> list[int]:
-        return [self.count_tokens(t) for t in texts]
 
 
 @dataclass

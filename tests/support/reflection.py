@@ -1,4 +1,4 @@
-"""Shared helpers for the reflect tests (no tests here).
+"""Shared helpers for the reflect tests.
 
 A `Router` answers the fake Ollama server's chat requests: requests with a
 JSON schema (`format`) are opinion formation, the others are the answer.
