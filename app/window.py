@@ -76,6 +76,10 @@ class MainWindow(QMainWindow):
         self.state.server = self.server
         self._closing_banks: dict[Path, Bank] = {}
         self._open_after_close: BankInfo | str | None = None
+        # Start-up work that can wait for the first bank: probing the language
+        # model and serving load the HTTP and web stacks, which would otherwise
+        # take turns with the bank's stores for the interpreter (the GIL).
+        self._after_first_open: list[Callable[[], None]] = []
         self._dialogs: list[QWidget] = []
         self.closed = False
         # Top-level widgets that existed before this window (see _delete_orphan_menus).
@@ -288,6 +292,7 @@ class MainWindow(QMainWindow):
         self.set_bank(bank)
         if self.state.opening == bank.name:  # not when another open was asked for since
             self.state.set_opening("")
+        self._start_deferred()
         # The first recall on a large bank would otherwise wait for the link graph.
         self.runner.run_query(
             bank.prepare_recall,
@@ -299,8 +304,15 @@ class MainWindow(QMainWindow):
 
     def _open_failed(self, error: BaseException) -> None:
         self.state.set_opening("")
+        self._start_deferred()
         if not isinstance(error, CancelledError):  # as the runner reports a failed task
             self.runner.failed.emit(describe(error), "".join(traceback.format_exception(error)))
+
+    def _start_deferred(self) -> None:
+        """Run what start() left for after the first bank (once)."""
+        waiting, self._after_first_open = self._after_first_open, []
+        for step in waiting:
+            step()
 
     def set_bank(self, bank: Bank | None) -> None:
         old = self.state.bank
@@ -640,11 +652,11 @@ class MainWindow(QMainWindow):
     # -- start and close -----------------------------------------------------
 
     def start(self, open_last: bool = True) -> None:
-        """List banks, probe the mode, serve (unless Settings say not), and open the
-        last bank (or the only one)."""
-        self.update_mode()
+        """List banks, open the last bank (or the only one), then probe the mode and
+        serve (unless Settings say not)."""
+        self._after_first_open = [self.update_mode]
         if serving_enabled():
-            self.server.start()
+            self._after_first_open.append(self.server.start)
         engine = self.engine
         last = self.last_bank() if open_last else None
         if last:  # said at once, before the listing that confirms it arrives
@@ -656,8 +668,10 @@ class MainWindow(QMainWindow):
             names = [i.name for i in infos]
             if open_last and self.state.bank is None and names:
                 self.open_bank(last if last in names else names[0])
-            elif last and self.state.opening == last:
+                return
+            if last and self.state.opening == last:
                 self.state.set_opening("")  # nothing to open after all
+            self._start_deferred()
 
         self.runner.run_query(engine.banks, listed)
 

@@ -86,3 +86,30 @@ def test_a_saved_bank_that_is_gone_does_not_stay_opening(qtbot, make_window, eng
     assert window.state.opening == "" and window.state.bank is None
     assert window.pane("world").empty.text() == NO_BANK
     assert window.bank_list.empty.isVisibleTo(window.bank_list)  # now it is known
+
+
+def test_serving_and_the_mode_probe_wait_for_the_first_bank(
+    qtbot, make_window, small_bank, monkeypatch
+):
+    """The web stack and the model probe would take turns with the bank's stores
+    for the interpreter: they start once the first bank is in, not before."""
+    monkeypatch.setenv("ENGRAM_API_TOKEN", "start-order-token-" + "z" * 20)
+    QSettings().setValue("serving/enabled", True)
+    QSettings().setValue("serving/port", 0)
+    window = make_window()
+    bank_in_when: dict[str, bool] = {}
+    for name, owner in (("serve", window.server), ("probe", window)):
+        attribute = "start" if name == "serve" else "update_mode"
+        real = getattr(owner, attribute)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            bank_in_when[_name] = window.state.bank is not None
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, attribute, spy)
+    window.start()
+    qtbot.waitUntil(lambda: window.state.bank is not None)
+    qtbot.waitUntil(lambda: window.server.running, timeout=60_000)
+    assert bank_in_when == {"serve": True, "probe": True}
+    window.server.stop()
+    wait_idle(qtbot, window.runner)
