@@ -49,7 +49,9 @@ def build_parser(
     return parser, sub
 
 
-def add_timeout_option(parser: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
+def add_timeout_option(
+    parser: argparse.ArgumentParser, default: object = argparse.SUPPRESS
+) -> None:
     """`--ollama-timeout SECONDS`, before or after the command (a command's own
     copy leaves the global value alone when it is not given)."""
     parser.add_argument(

@@ -31,10 +31,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     edit.add_argument("--network", choices=[n.value for n in Network])
     # UNSET when not given, so "none" (clear the value) and "not given" differ.
     edit.add_argument(
-        "--start", type=iso_time_or_none, default=UNSET, help="occurrence start, ISO date/time or 'none'"
+        "--start",
+        type=iso_time_or_none,
+        default=UNSET,
+        help="occurrence start, ISO date/time or 'none'",
     )
     edit.add_argument(
-        "--end", type=iso_time_or_none, default=UNSET, help="occurrence end, ISO date/time or 'none'"
+        "--end",
+        type=iso_time_or_none,
+        default=UNSET,
+        help="occurrence end, ISO date/time or 'none'",
     )
     edit.add_argument("--confidence", type=_confidence, default=UNSET, help="0..1, or 'none'")
     edit.add_argument(

@@ -30,9 +30,7 @@ class Packed:
         return self.budget - self.used
 
 
-def pack(
-    tokens: Sequence[int], budget: int, limits: Sequence[int | None] | None = None
-) -> Packed:
+def pack(tokens: Sequence[int], budget: int, limits: Sequence[int | None] | None = None) -> Packed:
     """Greedy packing of items (given by token counts, best first) into `budget`.
 
     `limits` (per item, None for none): an item longer than its limit is

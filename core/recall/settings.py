@@ -34,10 +34,7 @@ def resolve(bank_config: Mapping[str, Any], overrides: Mapping[str, Any] | None)
 
 
 def mu(settings: Mapping[str, Any]) -> dict[str, float]:
-    return {
-        kind: float(settings[f"recall.mu_{kind}"])
-        for kind in LINK_KINDS
-    }
+    return {kind: float(settings[f"recall.mu_{kind}"]) for kind in LINK_KINDS}
 
 
 def activation_params(settings: Mapping[str, Any] | None = None) -> dict[str, Any]:

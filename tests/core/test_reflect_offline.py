@@ -94,7 +94,9 @@ def test_it_says_it_is_extractive_and_forms_no_opinions(engine, bank, memories):
     assert "[what I know, 2024-03-02]" in r.answer
     for x in r.left_out:  # and what it left out, quoted (not a bare id), with why
         quoted = bank.unit(x.unit_id).text[:40]
-        assert any(quoted in line and line.endswith(f" — {x.reason}") for line in r.answer.splitlines())
+        assert any(
+            quoted in line and line.endswith(f" — {x.reason}") for line in r.answer.splitlines()
+        )
         assert x.unit_id not in r.answer
     after = state(bank)
     assert after["units"] == before["units"] and after["events"] == before["events"]

@@ -328,7 +328,9 @@ def test_cancel_mid_document_leaves_the_bank_as_it_was(bank) -> None:
             token.cancel()
 
     with pytest.raises(CancelledError):
-        ingest(bank.handle, [other, long_chat], mode="rules", progress=cancel_after_first, cancel=token)
+        ingest(
+            bank.handle, [other, long_chat], mode="rules", progress=cancel_after_first, cancel=token
+        )
     assert state(bank)["documents"] == before["documents"] + 1
     assert bank.verify().ok
     # And a later ingest of the cancelled document works.
