@@ -158,3 +158,14 @@ def demo_engine(tmp_path: Path, demo_subset_home: Path, embedder) -> Iterator[En
     shutil.copytree(demo_subset_home, home)
     with Engine(home, embedder=embedder) as engine:
         yield engine
+
+
+@pytest.fixture
+def runner(qapp):
+    """A bare runner (no window) for the tests of the runner and of models on it."""
+    from app.runner import Runner
+
+    runner = Runner()
+    yield runner
+    runner.shutdown()
+    runner.deleteLater()

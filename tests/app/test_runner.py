@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 import shiboken6
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QThread
 
-from app.runner import Runner, change_of
+from app.runner import change_of
 from core import CancelledError, Change, EngramError, Kind
-
-
-@pytest.fixture
-def runner(qapp):
-    runner = Runner()
-    yield runner
-    runner.shutdown()
-    runner.deleteLater()
 
 
 def test_query_runs_off_the_ui_thread_and_answers_on_it(qtbot, runner):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-import pytest
 from PySide6.QtCore import QObject
 
 from app.panes.reflect import ReflectPane
@@ -15,14 +14,6 @@ from app.runner import Runner
 from app.state import StudioState
 from core import Change, Disposition, Kind
 from tests.app.conftest import wait_idle
-
-
-@pytest.fixture
-def runner(qapp):
-    runner = Runner()
-    yield runner
-    runner.shutdown()
-    runner.deleteLater()
 
 
 def blocked(value, gate: threading.Event, started: threading.Event | None = None):

@@ -7,18 +7,9 @@ from datetime import datetime
 import pytest
 from PySide6.QtCore import Qt
 
-from app.runner import Runner
 from app.unit_model import COLUMN, PAGE_SIZE, UnitRole, UnitTableModel
 from core import Change, Kind, Network
 from tests.app.conftest import wait_idle
-
-
-@pytest.fixture
-def runner(qapp):
-    runner = Runner()
-    yield runner
-    runner.shutdown()
-    runner.deleteLater()
 
 
 @pytest.fixture
