@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.config import DEFAULTS, bank_config, stored_config
+from core.config import DEFAULTS, checked_changes, stored_config
 from core.handle import BankHandle, validated
 from core.progress import CancelToken, Progress, check, report
 from core.store.bank_store import BankStore, utcnow
@@ -93,8 +93,9 @@ class Bank:
         if disposition is not None:
             stored["disposition"] = disposition.to_dict()
         if config is not None:
-            # The new values: raises on unknown keys or bad values (None resets a key).
-            bank_config({k: v for k, v in config.items() if v is not None})
+            # The new values, each as its key takes it ("false" -> False); raises
+            # naming an unknown key or a bad value (None resets a key).
+            config = checked_changes(config)
             # What is stored already and cannot be used (an unknown key) is dropped:
             # saving a config is how such a profile is fixed.
             kept = stored.get("config")

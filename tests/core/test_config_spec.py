@@ -93,8 +93,11 @@ def test_a_bank_refuses_a_bad_setting_and_keeps_what_it_had(bank):
     with pytest.raises(SettingError, match="recall.activation_decay"):
         bank.set_profile(config={"recall.rrf_k": 50, "recall.activation_decay": 2})
     assert bank.profile().config["recall.rrf_k"] == 40
-    bank.set_profile(config={"recall.entity_fan": "false"})
+    bank.set_profile(config={"recall.entity_fan": "false", "recall.rrf_k": "45"})
     assert bank.profile().config["recall.entity_fan"] is False
+    # Stored as the key takes it, not as the caller wrote it.
+    stored = bank.store.meta("profile")["config"]
+    assert (stored["recall.entity_fan"], stored["recall.rrf_k"]) == (False, 45)
 
 
 def test_stored_settings_of_an_older_version_still_load_with_a_note():
