@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QSizePolicy,
@@ -123,6 +124,21 @@ def list_and_detail(
     layout.setContentsMargins(8, 8, 8, 8)
     layout.addWidget(splitter)
     return splitter
+
+
+def detail_column(*rows: QWidget | QHBoxLayout, body: QWidget) -> QWidget:
+    """A detail panel: its heading rows (widgets or button rows) over a body
+    that takes the rest of the height."""
+    detail = QWidget()
+    column = QVBoxLayout(detail)
+    column.setContentsMargins(0, 0, 0, 0)
+    for row in rows:
+        if isinstance(row, QHBoxLayout):
+            column.addLayout(row)
+        else:
+            column.addWidget(row)
+    column.addWidget(body, 1)
+    return detail
 
 
 def empty_label(text: str = "", parent: QWidget | None = None) -> QLabel:

@@ -30,7 +30,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import Pane, empty_label, list_and_detail, muted_label, read_only_table
+from app.panes.base import (
+    Pane,
+    detail_column,
+    empty_label,
+    list_and_detail,
+    muted_label,
+    read_only_table,
+)
 from app.panes.entity_dialogs import preview_list
 from app.state import StudioState
 from app.unit_model import fmt_time
@@ -126,14 +133,7 @@ class DocumentsPane(Pane):
         buttons.addWidget(self.reingest_button)
         buttons.addWidget(self.mode)
         buttons.addStretch(1)
-        detail = QWidget()
-        dv = QVBoxLayout(detail)
-        dv.setContentsMargins(0, 0, 0, 0)
-        dv.addWidget(self.heading)
-        dv.addWidget(self.info)
-        dv.addLayout(buttons)
-        dv.addWidget(self.turns, 1)
-        self.detail = detail
+        self.detail = detail = detail_column(self.heading, self.info, buttons, body=self.turns)
 
         left = QWidget()
         lv = QVBoxLayout(left)

@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import Pane, empty_label, list_and_detail, muted_label
+from app.panes.base import Pane, detail_column, empty_label, list_and_detail, muted_label
 from app.panes.entity_dialogs import (
     MergeEntityDialog,
     PurgeEntityDialog,
@@ -256,14 +256,7 @@ class EntitiesPane(Pane):
         for b in self.entity_buttons:
             buttons.addWidget(b)
         buttons.addStretch(1)
-        detail = QWidget()
-        dv = QVBoxLayout(detail)
-        dv.setContentsMargins(0, 0, 0, 0)
-        dv.addWidget(self.heading)
-        dv.addWidget(self.info)
-        dv.addLayout(buttons)
-        dv.addWidget(self.facts, 1)
-        self.detail = detail
+        self.detail = detail = detail_column(self.heading, self.info, buttons, body=self.facts)
 
         left = QWidget()
         lv = QVBoxLayout(left)
