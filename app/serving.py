@@ -55,6 +55,8 @@ class StudioServer(QObject):
         self.error = ""
         self._bank: Bank | None = None
         self._generation = 0
+        self._starting: threading.Thread | None = None
+        self._undelivered: list = []  # servers started whose news has not reached the UI yet
         # Queued: the slot runs on this object's (the UI) thread, never the server's.
         self.changed.connect(self._broadcast, Qt.ConnectionType.QueuedConnection)
         self._started.connect(self._on_started, Qt.ConnectionType.QueuedConnection)
@@ -126,12 +128,16 @@ class StudioServer(QObject):
             except Exception as error:  # noqa: BLE001 - shown in the indicator
                 self._started.emit(generation, None, served, str(error) or type(error).__name__)
             else:
+                self._undelivered.append(handle)
                 self._started.emit(generation, handle, served, "")
 
-        threading.Thread(target=run, name="engram-serve-start", daemon=True).start()
+        self._starting = threading.Thread(target=run, name="engram-serve-start", daemon=True)
+        self._starting.start()
 
     @Slot(int, object, object, str)
     def _on_started(self, generation: int, handle: Any, served: Any, error: str) -> None:
+        if handle in self._undelivered:
+            self._undelivered.remove(handle)
         if generation != self._generation:  # stopped or restarted meanwhile
             if handle is not None:
                 handle.stop()
@@ -144,6 +150,17 @@ class StudioServer(QObject):
         if handle is not None:
             served.advertise(handle.url, self.token_file())
         self.status_changed.emit()
+
+    def shutdown(self) -> None:
+        """Stop serving for good (the studio is closing). A start still loading the web
+        stack is waited for and what it started stopped: a thread left inside an
+        extension module while the interpreter exits aborts the process."""
+        self.stop()
+        if self._starting is not None:
+            self._starting.join()
+        for handle in self._undelivered:
+            handle.stop()
+        self._undelivered.clear()
 
     def stop(self) -> None:
         self._generation += 1  # a start still on its way is stopped when it arrives

@@ -683,7 +683,7 @@ class MainWindow(QMainWindow):
                     self._system_theme_changed
                 )
             # No more requests, then cancel and join engine work, before the stores close.
-            self.server.stop()
+            self.server.shutdown()
             self.runner.shutdown()
             self.state.set_bank(None)
             self.engine.close()
