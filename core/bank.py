@@ -418,8 +418,11 @@ class Bank:
     def prepare_recall(self) -> str:
         """Load what recall keeps in memory (the link graph: ~3.5 s at 100,000
         units) so the first recall is not the slow one; returns what the graph did
-        ("rebuilt", "appended" or "current"). Read-only."""
+        ("rebuilt", "appended" or "current"), and open the search indexes. Read-only
+        but for the replay of writes a crash left unindexed."""
         from core.recall.linkgraph import link_graph
+
+        self.store.open_indexes()
 
         graph = link_graph(self.store)
         with graph.lock:

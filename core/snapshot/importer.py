@@ -261,6 +261,7 @@ def _build(
     reembed = (manifest.embedding_model, manifest.embedding_dim) != (model, dim)
     store = BankStore(temp, name, model, dim)
     try:
+        store.open_indexes()  # empty, before the rows arrive: `_index` fills them once
         con = store.reader()
         # Nothing else uses this database yet: keep DuckDB's cache small so a big
         # snapshot streams through instead of piling up in memory, but large

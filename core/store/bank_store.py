@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
@@ -33,8 +34,10 @@ from core.store.failures import NEXT_OPEN, is_storage_failure, storage_error
 from core.store.lexical import LexicalIndex
 from core.store.lock import BankLock
 from core.store.schema import migrate
-from core.store.vectors import VectorIndex
 from core.types import EmbeddingMismatchError, VerifyReport
+
+if TYPE_CHECKING:
+    from core.store.vectors import VectorIndex
 
 DB_NAME = "bank.duckdb"
 VECTORS_DIR = "vectors"
@@ -126,12 +129,50 @@ class BankStore:
             self.embedding_model, self.dim = self._check_embedding(
                 embedding_model, dim, adopt=adopt_stored_embedding
             )
-            self.vectors = VectorIndex(folder / VECTORS_DIR, self.dim)
-            self.lexical = LexicalIndex(folder / BM25_DIR)
-            self.recover()
         except BaseException:
             self.abandon()
             raise
+        # The indexes open, and `recover` runs, when first needed (a search, a
+        # write, verify): browsing a bank reads DuckDB alone, and LanceDB takes
+        # a second and more to import.
+        self._vectors: VectorIndex | None = None
+        self._lexical: LexicalIndex | None = None
+
+    @property
+    def vectors(self) -> VectorIndex:
+        self.open_indexes()
+        return self._vectors
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        self.open_indexes()
+        return self._lexical
+
+    def open_indexes(self) -> None:
+        """Open LanceDB and Tantivy and bring them in line with DuckDB (`recover`),
+        once. A failure (a full disk during the replay) leaves them closed: the
+        next use tries again, and DuckDB, the source of truth, is untouched."""
+        if self._lexical is not None:
+            return
+        with self._write_lock:
+            if self._lexical is not None:
+                return
+            if self.closed:
+                raise RuntimeError(f"bank {self.name!r} is closed")
+            from core.store.vectors import VectorIndex
+
+            self._vectors = VectorIndex(self.folder / VECTORS_DIR, self.dim)
+            self._lexical = LexicalIndex(self.folder / BM25_DIR)
+            try:
+                self.recover()
+            except BaseException:
+                self._close_indexes()
+                raise
+
+    def _close_indexes(self) -> None:
+        lexical, self._vectors, self._lexical = self._lexical, None, None
+        if lexical is not None:
+            lexical.close()
 
     # -- connections ---------------------------------------------------------
 
@@ -350,6 +391,7 @@ class BankStore:
         """Re-derive LanceDB and Tantivy from DuckDB in fresh folders and swap
         them in: no older version, deleted row or stale segment survives."""
         from core.store import rebuild
+        from core.store.vectors import VectorIndex
 
         with self._write_lock:
             self.sync_indexes()
@@ -360,8 +402,8 @@ class BankStore:
             self.lexical.close()
             rebuild.swap(fresh_vectors, vectors_dir)
             rebuild.swap(fresh_bm25, bm25_dir)
-            self.vectors = VectorIndex(vectors_dir, self.dim)
-            self.lexical = LexicalIndex(bm25_dir)
+            self._vectors = VectorIndex(vectors_dir, self.dim)
+            self._lexical = LexicalIndex(bm25_dir)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -404,32 +446,33 @@ class BankStore:
         self._lock.advertise(url, token_file)
 
     def close(self) -> None:
-        if not self._lock.held:
-            return
-        try:
-            self.lexical.close()
-            self._db.execute("CHECKPOINT")
-        except Exception as error:
-            if not is_storage_failure(error):
-                raise
-            # Every commit is already in the write-ahead log; the checkpoint only
-            # folds it into the main file, which the next open does.
-            raise storage_error(
-                error,
-                f"closing bank {self.name!r} could not tidy its files; nothing committed"
-                f" is lost: {NEXT_OPEN}",
-            ) from error
-        finally:
-            self._close_handles()
+        # Under the write lock: an index still opening on another thread finishes first.
+        with self._write_lock:
+            if not self._lock.held:
+                return
+            try:
+                self._close_indexes()
+                self._db.execute("CHECKPOINT")
+            except Exception as error:
+                if not is_storage_failure(error):
+                    raise
+                # Every commit is already in the write-ahead log; the checkpoint only
+                # folds it into the main file, which the next open does.
+                raise storage_error(
+                    error,
+                    f"closing bank {self.name!r} could not tidy its files; nothing committed"
+                    f" is lost: {NEXT_OPEN}",
+                ) from error
+            finally:
+                self._close_handles()
 
     def abandon(self) -> None:
         """Let go of every handle and the lock without writing anything (the
         open failed, or the disk is full): what was committed stays committed,
         and the next open replays whatever is still queued."""
-        lexical = getattr(self, "lexical", None)
-        if lexical is not None:
+        if getattr(self, "_lexical", None) is not None:
             with contextlib.suppress(Exception):
-                lexical.close()
+                self._close_indexes()
         with contextlib.suppress(Exception):
             self._close_handles()
         self._lock.release()

@@ -19,10 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import Bitmap, IvfFlat
 
 from core.store.filters import sql_string_list
 
@@ -66,6 +64,8 @@ def _schema(dim: int) -> pa.Schema:
 
 class VectorIndex:
     def __init__(self, folder: Path, dim: int) -> None:
+        import lancedb  # ~1.5 s to import: only when a bank's vectors are first needed
+
         self.dim = dim
         self._db = lancedb.connect(str(folder))
         if TABLE in self._db.list_tables().tables:
@@ -153,6 +153,8 @@ class VectorIndex:
         if stats is None:
             if rows < INDEX_MIN_ROWS:
                 return False
+            from lancedb.index import Bitmap, IvfFlat
+
             # Every recall search filters on status (and often network): bitmaps
             # answer that prefilter without reading the columns (~2 ms at 100k).
             # Built first: the vector index, made last, marks the job done.

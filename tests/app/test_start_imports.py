@@ -68,8 +68,18 @@ QTimer.singleShot(60_000, loop.quit)
 loop.exec()
 opened = [m for m in HEAVY if m in sys.modules]
 rows = window.pane("world").model.rowCount()
+
+def indexes_open():  # recall's preload opens them after the first page
+    if "lancedb" in sys.modules and "tantivy" in sys.modules:
+        loop.quit()
+    else:
+        QTimer.singleShot(10, indexes_open)
+QTimer.singleShot(0, indexes_open)
+QTimer.singleShot(60_000, loop.quit)
+loop.exec()
+later = [m for m in HEAVY if m in sys.modules]
 window.close()
-print(json.dumps({{"shown": shown, "built": built, "opened": opened, "rows": rows}}))
+print(json.dumps({{"shown": shown, "built": built, "opened": opened, "later": later, "rows": rows}}))
 """
 
 
@@ -91,8 +101,10 @@ def test_the_window_shows_before_the_stores_load(tmp_path):
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["shown"] == []
     assert seen["built"] == ["world"]  # the tab on screen; the others wait for theirs
-    # The same names do load once the bank is open (the check above can fail).
-    assert {"duckdb", "lancedb", "tantivy"} <= set(seen["opened"])
+    # The same names do load once the bank is open (the check above can fail):
+    # DuckDB for the first page, the search indexes behind it.
+    assert "duckdb" in seen["opened"]
+    assert {"lancedb", "tantivy"} <= set(seen["later"])
     assert seen["rows"] == 2  # 8 units over four networks: two world facts
 
 

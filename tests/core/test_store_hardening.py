@@ -23,10 +23,14 @@ def _engine(home):
     return Engine(home, embedder=HashEmbedder())
 
 
-def test_an_open_that_fails_in_recover_releases_the_lock(tmp_path, monkeypatch):
-    """Units queued and the disk full: the open failed in recover(), outside the
-    try, and this same process was then told the bank 'is open in another
-    process (PID <its own PID>)' until it restarted."""
+def test_an_index_replay_that_fails_on_a_full_disk_is_tried_again_on_next_use(
+    tmp_path, monkeypatch
+):
+    """Units queued and the disk full. The replay used to run inside the open and,
+    failing outside its try, left this very process told the bank 'is open in
+    another process (PID <its own PID>)'. Now the indexes catch up on first use:
+    the open succeeds, reads (DuckDB alone) work, the search fails with the disk's
+    error, and once space is back the next use replays the queue."""
     with _engine(tmp_path) as engine:
         bank = engine.create_bank("b")
         bank.add_units([NewUnit(text="queued fact")])
@@ -39,10 +43,15 @@ def test_an_open_that_fails_in_recover_releases_the_lock(tmp_path, monkeypatch):
 
         with monkeypatch.context() as patch:
             patch.setattr(BankStore, "sync_indexes", full)
+            bank = engine.open_bank("b")
+            assert [u.text for u in bank.units()] == ["queued fact"]
             with pytest.raises(OSError):
-                engine.open_bank("b")
-        bank = engine.open_bank("b")  # space is back: the same process opens it
+                bank.recall("fact")
+        assert bank.store.pending() == 1  # nothing lost, nothing half-done
+        assert [i.text for i in bank.recall("fact").items] == ["queued fact"]
         assert bank.store.pending() == 0 and bank.verify().ok
+        bank.close()
+        assert engine.open_bank("b").verify().ok  # and the lock was let go
 
 
 def test_an_open_that_fails_finishing_a_purge_releases_the_lock(tmp_path, monkeypatch):
