@@ -12,7 +12,6 @@ import pytest
 
 from tests.fakes.ollama_server import FakeOllama
 
-
 # Banks are real stores on disk, and every write commits (DuckDB, LanceDB and a
 # Tantivy commit of ~20 ms each on a disk, ~10 ms in memory): on a RAM disk the
 # suite runs about a fifth faster. It needs room for every test's banks at once.
