@@ -4,6 +4,10 @@
 #   make check the developers' fast loop: the same without the tests marked slow
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# Bytecode is cached (__pycache__/, ignored by git) even where the environment
+# says not to: otherwise every test process, and every engram child a test starts,
+# compiles the project again, and pytest re-rewrites every test module's asserts.
+unexport PYTHONDONTWRITEBYTECODE
 VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q

@@ -11,7 +11,8 @@ The write order is the whole crash-safety argument:
 A crash after 1 leaves queued ids that the next open replays; a crash inside 2
 is replayed the same way; a crash before 1 commits loses nothing that was
 reported as written. So the three stores can only disagree about ids that are
-still queued, and opening the bank drains the queue.
+still queued, and the indexes drain the queue when they open (on the first
+search or write after the bank opens: `open_indexes`).
 """
 
 from __future__ import annotations

@@ -139,16 +139,28 @@ def wait_idle(qtbot, runner, timeout: int = 20_000) -> None:
 
 
 @pytest.fixture(scope="session")
-def demo_subset_home(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:
+def demo_subset_home(tmp_path_factory: pytest.TempPathFactory, worker_id: str, embedder) -> Path:
     """A data folder holding a "Demo" bank ingested (rules mode) from two demo files.
 
-    Built once per session; tests copy it (`demo_engine`) so each gets its own."""
-    home = tmp_path_factory.mktemp("demo-home")
-    with Engine(home, embedder=embedder) as engine:
-        bank = engine.create_bank("Demo", agent_name="Juniper")
-        for name in ("03-may-beacon-beta.json", "06-june-atlas-incident.jsonl"):
-            bank.ingest(DEMO / name, mode="rules")
-        bank.process_jobs()
+    Built once per run, by whichever xdist worker asks first (the others wait on
+    the lock, then reuse it: the build takes seconds); tests copy it
+    (`demo_engine`) so each gets its own."""
+    from filelock import FileLock
+
+    # Under xdist the workers' folders share this run's base folder; alone, the
+    # parent of ours would be shared with other runs (and their older code).
+    run = tmp_path_factory.getbasetemp()
+    shared = run if worker_id == "master" else run.parent
+    home, built = shared / "demo-home", shared / "demo-home.built"
+    with FileLock(str(shared / "demo-home.lock")):
+        if not built.exists():
+            shutil.rmtree(home, ignore_errors=True)  # a build that failed midway
+            with Engine(home, embedder=embedder) as engine:
+                bank = engine.create_bank("Demo", agent_name="Juniper")
+                for name in ("03-may-beacon-beta.json", "06-june-atlas-incident.jsonl"):
+                    bank.ingest(DEMO / name, mode="rules")
+                bank.process_jobs()
+            built.touch()
     return home
 
 

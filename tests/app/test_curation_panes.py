@@ -52,6 +52,7 @@ def test_rename_an_entity(qtbot, window):
     qtbot.waitUntil(lambda: "Renamed One" in world.model.entity_names.values())
 
 
+@pytest.mark.slow
 def test_drag_one_entity_onto_another_asks_to_merge_then_merges(qtbot, window, monkeypatch):
     bank = window.state.bank
     pane = entities_pane(qtbot, window)
@@ -81,6 +82,7 @@ def test_drag_one_entity_onto_another_asks_to_merge_then_merges(qtbot, window, m
     assert not pane.model.dropMimeData(QMimeData(), Qt.DropAction.MoveAction, -1, -1, target_index)
 
 
+@pytest.mark.slow
 def test_split_moves_chosen_mentions_to_a_new_entity(qtbot, window):
     bank = window.state.bank
     pane = entities_pane(qtbot, window)
@@ -97,6 +99,7 @@ def test_split_moves_chosen_mentions_to_a_new_entity(qtbot, window):
     assert [u.id for u in facts] == moved
 
 
+@pytest.mark.slow
 def test_retract_shows_its_impact_then_restore_and_undo(qtbot, window, monkeypatch):
     bank = window.state.bank
     pane = entities_pane(qtbot, window)
@@ -162,6 +165,7 @@ def test_retract_shows_its_impact_then_restore_and_undo(qtbot, window, monkeypat
     assert audit.undo_button.isEnabled()
 
 
+@pytest.mark.slow
 def test_purge_needs_the_name_typed_and_removes_the_entity(qtbot, window):
     bank = window.state.bank
     pane = entities_pane(qtbot, window)
@@ -181,6 +185,7 @@ def test_purge_needs_the_name_typed_and_removes_the_entity(qtbot, window):
     qtbot.waitUntil(lambda: entity.id not in {e.id for e in pane.model.entities})
 
 
+@pytest.mark.slow
 def test_the_purge_dialog_lists_redactions_and_known_exports(qtbot, window, tmp_path):
     """Snapshots made before a purge resurrect everything: the dialog says so and
     names the files this bank was exported to, beside every redaction in context."""
@@ -202,6 +207,7 @@ def test_the_purge_dialog_lists_redactions_and_known_exports(qtbot, window, tmp_
     assert dialog.grab().save(str(tmp_path / "purge_dialog.png"))
 
 
+@pytest.mark.slow
 def test_export_diff_and_import_snapshots(qtbot, window, tmp_path):
     bank = window.state.bank
     pane = window.show_pane("snapshots")
@@ -262,6 +268,7 @@ def test_settings_save_parameters_and_profile(qtbot, window):
     assert bank.profile().config["recall.rrf_k"] == 60
 
 
+@pytest.mark.slow
 def test_settings_connection_test_against_a_fake_ollama(qtbot, window, fake_ollama):
     pane = window.show_pane("settings")
     pane.llm_host.setText(fake_ollama.url)

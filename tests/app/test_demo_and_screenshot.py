@@ -38,6 +38,7 @@ def test_demo_files_are_the_numbered_conversations():
     assert "README.md" not in names and "bank.json" not in names and "queries.txt" not in names
 
 
+@pytest.mark.slow
 def test_first_start_builds_the_demo_bank_in_the_runner(
     qtbot, make_window, engine, embedder, demo_folder, monkeypatch
 ):

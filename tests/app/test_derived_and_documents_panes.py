@@ -34,6 +34,7 @@ def _dana(bank):
     return next(e for e in bank.entities(include_retracted=True) if e.name.startswith("Dana"))
 
 
+@pytest.mark.slow
 def test_retract_review_lists_the_facts_keeps_the_entity_and_rebuilds_at_once(
     qtbot, window, monkeypatch, tmp_path
 ):
@@ -72,6 +73,7 @@ def test_retract_review_lists_the_facts_keeps_the_entity_and_rebuilds_at_once(
     window.grab().save(str(tmp_path / "entities-retracted.png"))
 
 
+@pytest.mark.slow
 def test_pending_jobs_indicator_counts_and_runs_them(qtbot, window):
     bank = window.state.bank
     bank.retract_entity(_dana(bank).id)  # outside the studio: nothing broadcast
@@ -100,6 +102,7 @@ def test_split_dialog_lists_only_facts_and_wraps_them(qtbot, window):
     assert longest.text in texts  # whole, not cut
 
 
+@pytest.mark.slow
 def test_documents_pane_deletes_a_previewed_document_and_undo_brings_it_back(
     qtbot, window, monkeypatch, tmp_path
 ):
@@ -131,6 +134,7 @@ def test_documents_pane_deletes_a_previewed_document_and_undo_brings_it_back(
     assert [u for u in bank.units(Network.WORLD, limit=None) if PHRASE in u.text]
 
 
+@pytest.mark.slow
 def test_hide_and_unhide_from_the_detail_and_add_a_memory(qtbot, window):
     bank = window.state.bank
     pane = window.show_pane("world")

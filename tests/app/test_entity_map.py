@@ -46,6 +46,7 @@ def test_strongest_pairs_keep_each_entitys_best() -> None:
     assert strongest_pairs(triangle, per_entity=1) == [("a", "b", 2), ("a", "c", 1)]
 
 
+@pytest.mark.slow
 def test_click_shows_facts_and_drag_merges_through_the_engine(qtbot, map_state) -> None:
     pane = EntityMapPane(map_state)
     qtbot.addWidget(pane)

@@ -80,6 +80,7 @@ def test_help_banks_and_argument_errors_load_nothing_heavy(tmp_path, argv, expec
     assert loaded == []
 
 
+@pytest.mark.slow
 def test_open_imports_a_snapshot_and_opens_it(qtbot, make_window, small_bank, tmp_path):
     """`engram --open FILE` (the desktop's "open with" for .engram files)."""
     from core import Engine

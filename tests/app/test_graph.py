@@ -237,6 +237,7 @@ def widget(qtbot) -> GraphWidget:
     return w
 
 
+@pytest.mark.slow
 def test_animation_advances_frames_and_nodes_grow_with_activation(qtbot, widget) -> None:
     g = chain()
     act = rerun(g, {"a": 1.0}, decay=0.8, mu=MU, threshold=0.01, max_steps=5)

@@ -22,6 +22,7 @@ def demo_state(qtbot, demo_engine):
     runner.shutdown()
 
 
+@pytest.mark.slow
 def test_neighbourhoods_hold_the_trace_and_the_links_between_its_units(demo_state) -> None:
     bank = demo_state.bank
     result = bank.recall(QUERY)

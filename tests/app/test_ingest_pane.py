@@ -23,6 +23,7 @@ def window(qtbot, make_window, engine, embedder):
     return window
 
 
+@pytest.mark.slow
 def test_ingest_a_file_in_rules_mode(qtbot, window):
     bank = window.state.bank
     pane = window.show_pane("ingest")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
+import pytest
+
 from core import Network, NewUnit
 from tests.app.conftest import make_units, unit_vectors, wait_idle
 
@@ -42,6 +44,7 @@ def test_from_a_date_leaves_out_an_interval_that_ends_there(engine):
     )
 
 
+@pytest.mark.slow
 def test_a_filter_matching_nothing_clears_the_detail(qtbot, make_window, small_bank):
     window = make_window(start=True)
     qtbot.waitUntil(lambda: window.state.bank is not None)

@@ -26,6 +26,7 @@ def select(qtbot, window, pane: NetworkPane, row: int):
     return unit
 
 
+@pytest.mark.slow
 def test_edit_text_in_the_detail_panel_re_embeds_and_updates_the_views(qtbot, window, embedder):
     pane = window.show_pane("world")
     bank = window.state.bank
@@ -47,6 +48,7 @@ def test_edit_text_in_the_detail_panel_re_embeds_and_updates_the_views(qtbot, wi
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_edit_text_in_the_table(qtbot, window, embedder):
     pane = window.show_pane("experience")
     bank = window.state.bank
@@ -58,6 +60,7 @@ def test_edit_text_in_the_table(qtbot, window, embedder):
     assert bank.unit(unit.id).text == "I booked the design review."
 
 
+@pytest.mark.slow
 def test_move_an_opinion_to_world_and_change_its_confidence(qtbot, window):
     bank = window.state.bank
     opinions = window.show_pane("opinion")
@@ -78,6 +81,7 @@ def test_move_an_opinion_to_world_and_change_its_confidence(qtbot, window):
     qtbot.waitUntil(lambda: world.model.rowCount() == 61)
 
 
+@pytest.mark.slow
 def test_delete_one_unit_from_the_detail_panel(qtbot, window, monkeypatch):
     bank = window.state.bank
     pane = window.show_pane("world")
@@ -105,6 +109,7 @@ def test_declining_the_confirmation_deletes_nothing(qtbot, window, monkeypatch):
     assert window.state.bank.count(Network.WORLD) == 60
 
 
+@pytest.mark.slow
 def test_bulk_delete_of_a_multi_selection(qtbot, window, monkeypatch):
     bank = window.state.bank
     pane = window.show_pane("experience")
@@ -124,6 +129,7 @@ def test_bulk_delete_of_a_multi_selection(qtbot, window, monkeypatch):
     assert bank.count(Network.WORLD) == 60
 
 
+@pytest.mark.slow
 def test_bulk_move_to_another_network(qtbot, window):
     bank = window.state.bank
     pane = window.show_pane("observation")
@@ -142,6 +148,7 @@ def test_bulk_move_to_another_network(qtbot, window):
     assert bank.count(Network.WORLD) == 62
 
 
+@pytest.mark.slow
 def test_filter_bar_and_search_shortcut(qtbot, window):
     pane = window.show_pane("world")
     window.focus_search()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.panes.base import NO_BANK
 from app.panes.entities import EntitiesPane
 from app.panes.ingest import IngestPane
@@ -38,6 +40,7 @@ def test_every_pane_explains_that_no_bank_is_open(qtbot, make_window):
     assert not window.act_ingest.isEnabled()
 
 
+@pytest.mark.slow
 def test_every_pane_opens_on_an_empty_bank(qtbot, make_window, engine):
     engine.create_bank("Empty")
     window = make_window()
@@ -63,6 +66,7 @@ def test_every_pane_opens_on_an_empty_bank(qtbot, make_window, engine):
     assert settings.agent_name.text() == ""
 
 
+@pytest.mark.slow
 def test_every_pane_opens_on_a_populated_bank(qtbot, make_window, demo_engine):
     window = make_window(start=True, engine=demo_engine)
     qtbot.waitUntil(lambda: window.state.bank is not None)

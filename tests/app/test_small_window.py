@@ -9,6 +9,7 @@ from app.panes.recall_debugger import FUSED_KEYS
 from tests.app.conftest import wait_idle
 
 
+@pytest.mark.slow
 def test_every_pane_fits_a_1280x720_window(qtbot, make_window, small_bank) -> None:
     window = make_window(start=True)
     window.resize(1280, 720)
@@ -52,6 +53,7 @@ def _hosts(window):
 
 
 @pytest.mark.parametrize("size", [(1280, 720), (1440, 900)])
+@pytest.mark.slow
 def test_empty_detail_panels_collapse_and_come_back_on_selection(
     qtbot, make_window, demo_engine, size
 ) -> None:

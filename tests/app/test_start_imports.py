@@ -15,6 +15,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from core import Engine
 from tests.app.conftest import REPO, make_units
 
@@ -93,6 +95,7 @@ def run_python(argv: list[str], **env: str) -> subprocess.CompletedProcess:
     return done
 
 
+@pytest.mark.slow
 def test_the_window_shows_before_the_stores_load(tmp_path):
     home = tmp_path / "home"
     with Engine(home) as engine:
@@ -108,6 +111,7 @@ def test_the_window_shows_before_the_stores_load(tmp_path):
     assert seen["rows"] == 2  # 8 units over four networks: two world facts
 
 
+@pytest.mark.slow
 def test_the_start_probe_reports_the_window_answering_and_closes_it(tmp_path):
     """ENGRAM_START_PROBE: how the bundle's cold start is measured (no script runs there)."""
     argv = ["-m", "app.main", "--home", str(tmp_path / "home"), "--no-demo"]

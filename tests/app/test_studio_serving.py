@@ -35,6 +35,7 @@ def texts(pane) -> list[str]:
     return [u.text for r in range(model.rowCount()) if (u := model.unit_at(r)) is not None]
 
 
+@pytest.mark.slow
 def test_a_client_retains_and_the_open_pane_shows_the_facts_without_a_refresh(qtbot, serving):
     from hindsight_client import Hindsight
 
@@ -55,6 +56,7 @@ def test_a_client_retains_and_the_open_pane_shows_the_facts_without_a_refresh(qt
     assert world.model.rowCount() + experience.model.rowCount() > 12
 
 
+@pytest.mark.slow
 def test_the_runner_and_the_server_take_turns_on_one_bank(qtbot, serving):
     """A runner task on the bank holds its lock: a write through the server waits for it."""
     window = serving
@@ -90,6 +92,7 @@ def test_the_runner_and_the_server_take_turns_on_one_bank(qtbot, serving):
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_serving_off_withdraws_the_address_and_the_indicator_says_so(qtbot, serving):
     window = serving
     indicator = window.serving_indicator
@@ -101,6 +104,7 @@ def test_serving_off_withdraws_the_address_and_the_indicator_says_so(qtbot, serv
     assert find_owner(window.engine.home, "Live") is None
 
 
+@pytest.mark.slow
 def test_a_taken_port_falls_back_to_a_free_one_and_says_which(qtbot, make_window, engine):
     import socket
 
@@ -117,6 +121,7 @@ def test_a_taken_port_falls_back_to_a_free_one_and_says_which(qtbot, make_window
         assert f"({port} was taken)" in window.serving_indicator.text()
 
 
+@pytest.mark.slow
 def test_render_the_status_bar_and_the_settings_box(qtbot, serving, tmp_path):
     window = serving
     window.resize(1440, 900)
@@ -127,6 +132,7 @@ def test_render_the_status_bar_and_the_settings_box(qtbot, serving, tmp_path):
     assert window.grab().save(str(shots / "studio-serving.png"))
 
 
+@pytest.mark.slow
 def test_switching_banks_serves_the_new_one_and_releases_the_old(qtbot, serving, engine):
     window = serving
     engine.create_bank("Other").close()

@@ -85,6 +85,7 @@ def test_step_xy_holds_each_value_until_the_next_event(history) -> None:
     assert y.tolist() == [0.5, 0.5, 0.6, 0.6, 0.4, 0.4, 0.3, 0.3]
 
 
+@pytest.mark.slow
 def test_timeline_points_match_the_opinions_events(qtbot, pane, history) -> None:
     bank, a, b, _w = history
     with qtbot.waitSignal(pane.shown, timeout=10_000):
@@ -101,6 +102,7 @@ def test_timeline_points_match_the_opinions_events(qtbot, pane, history) -> None
     assert len(pane.plot.lines) == 2
 
 
+@pytest.mark.slow
 def test_hover_shows_evidence_and_reason_and_click_opens_the_evidence(qtbot, pane, history) -> None:
     bank, a, _b, world = history
     with qtbot.waitSignal(pane.shown, timeout=10_000):
@@ -119,6 +121,7 @@ def test_hover_shows_evidence_and_reason_and_click_opens_the_evidence(qtbot, pan
     assert pane.detail.isVisible()
 
 
+@pytest.mark.slow
 def test_side_panel_shows_current_confidence_past_texts_and_steps(qtbot, pane, history) -> None:
     bank, a, _b, _w = history
     row = next(i for i in range(pane.list.count()) if pane.list.item(i).data(256) == a)
@@ -140,6 +143,7 @@ def test_side_panel_shows_current_confidence_past_texts_and_steps(qtbot, pane, h
     qtbot.waitUntil(lambda: pane.plot.width() > plot_width)
 
 
+@pytest.mark.slow
 def test_filters_by_time_and_entity(qtbot, pane, history) -> None:
     _bank, a, b, _w = history
     assert pane.list.count() == 60  # every opinion of the bank
@@ -171,6 +175,7 @@ def test_no_bank_and_empty_bank_are_explained(qtbot, engine) -> None:
     runner.shutdown()
 
 
+@pytest.mark.slow
 def test_movers_are_listed_first_by_movement_and_the_toggle_shows_the_rest(
     qtbot, pane, history
 ) -> None:
@@ -189,6 +194,7 @@ def test_movers_are_listed_first_by_movement_and_the_toggle_shows_the_rest(
     assert pane.listed_ids() == [a, b]
 
 
+@pytest.mark.slow
 def test_hover_cards_stay_inside_a_small_plot(qtbot, pane, history) -> None:
     _bank, a, b, _w = history
     pane.resize(1010, 600)  # the pane's room in a 1280x720 window

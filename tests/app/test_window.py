@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QKeySequence, QPalette
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -70,6 +71,7 @@ def test_deleting_a_bank_needs_its_name_typed(qtbot):
     assert dialog.delete_button.isEnabled()
 
 
+@pytest.mark.slow
 def test_undo_and_redo_a_deletion(qtbot, make_window, small_bank, monkeypatch):
     window = make_window(start=True)
     bank = bank_named(qtbot, window, "Small")
@@ -169,6 +171,7 @@ def test_closing_with_a_running_job_cancels_and_joins_it(qtbot, make_window, cap
     assert "has been deleted" not in err
 
 
+@pytest.mark.slow
 def test_no_top_level_widget_leaks_after_close(qtbot, make_window, small_bank):
     before = set(QApplication.topLevelWidgets())
     window = make_window(start=True)
@@ -184,6 +187,7 @@ def test_no_top_level_widget_leaks_after_close(qtbot, make_window, small_bank):
     assert leaked == []
 
 
+@pytest.mark.slow
 def test_layout_and_last_bank_are_restored(qtbot, make_window, engine):
     engine.create_bank("Alpha")
     bank = engine.create_bank("Beta")
@@ -241,6 +245,7 @@ def test_refresh_shortcut_rereads_every_pane(qtbot, make_window, small_bank):
     qtbot.waitUntil(lambda: pane.model.rowCount() == 64)
 
 
+@pytest.mark.slow
 def test_switching_banks_quickly_ends_on_an_open_bank(qtbot, make_window, engine):
     for name in ("A", "B"):
         engine.create_bank(name).add_units(make_units(12, seed=len(name)))

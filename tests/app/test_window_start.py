@@ -3,6 +3,7 @@ bank opened off the UI thread with the panes saying so until it is in."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QSettings
 
 from app.panes import PANES
@@ -10,6 +11,7 @@ from app.panes.base import NO_BANK
 from tests.app.conftest import wait_idle
 
 
+@pytest.mark.slow
 def test_only_the_tab_on_screen_is_built_and_the_others_when_shown(qtbot, make_window):
     window = make_window()
     assert [window.tabs.tabText(i) for i in range(window.tabs.count())] == [
@@ -88,6 +90,7 @@ def test_a_saved_bank_that_is_gone_does_not_stay_opening(qtbot, make_window, eng
     assert window.bank_list.empty.isVisibleTo(window.bank_list)  # now it is known
 
 
+@pytest.mark.slow
 def test_serving_and_the_mode_probe_wait_for_the_first_bank(
     qtbot, make_window, small_bank, monkeypatch
 ):

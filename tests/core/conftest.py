@@ -6,10 +6,13 @@ shared by every engine; banks live under pytest's tmp_path.
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from core import Engine
 from core.providers.embedder import Embedder, shared_embedder
+from tests.support.curation import build_bank
 
 
 @pytest.fixture(scope="session")
@@ -26,3 +29,23 @@ def engine(tmp_path, embedder) -> Engine:
 @pytest.fixture
 def bank(engine):
     return engine.create_bank("test")
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory, embedder):
+    """`build_bank` once per session (embedding and indexing take a second or two,
+    and eight modules use it); each test gets a copy of the folder (`built`)."""
+    home = tmp_path_factory.mktemp("template")
+    with Engine(home, embedder=embedder) as engine:
+        bank = engine.create_bank("test")
+        b = build_bank(bank)
+        folder = bank.folder
+    return folder, b
+
+
+@pytest.fixture
+def built(engine, template):
+    """(bank, Built): a fresh copy of the template bank, named 'test'."""
+    folder, b = template
+    shutil.copytree(folder, engine.banks_dir / folder.name)
+    return engine.open_bank("test"), b

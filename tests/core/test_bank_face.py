@@ -6,13 +6,10 @@ from __future__ import annotations
 import pytest
 
 from core import EngramError
-from tests.support import curation as support
 from tests.support.curation import MARKER, add_entity, lexical_ids, vector_ids
 
-template = support.template
-built = support.built
 
-
+@pytest.mark.slow
 def test_resolve_entity_by_id_name_or_alias_and_refuses_ambiguity(built):
     bank, b = built
     bob = b.entities["bob"]

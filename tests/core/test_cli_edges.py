@@ -65,6 +65,7 @@ def test_listing_into_a_closed_pipe_ends_quietly(engine, bank):
     assert child.returncode == 0
 
 
+@pytest.mark.slow
 def test_recall_trace_goes_to_a_file_or_a_short_summary(demo_home, tmp_path, capsys):
     home, name = demo_home
     trace = tmp_path / "trace.json"
@@ -82,6 +83,7 @@ def test_recall_trace_goes_to_a_file_or_a_short_summary(demo_home, tmp_path, cap
     assert "{" not in out
 
 
+@pytest.mark.slow
 def test_offline_reflect_prints_readable_evidence(demo_home, capsys, monkeypatch):
     for var in ("ENGRAM_OLLAMA_HOST", "ENGRAM_OLLAMA_MODEL"):
         monkeypatch.delenv(var, raising=False)
@@ -95,6 +97,7 @@ def test_offline_reflect_prints_readable_evidence(demo_home, capsys, monkeypatch
     assert not re.search(r"^- \[[0-9a-f]{16}\]", out, re.MULTILINE)
 
 
+@pytest.mark.slow
 def test_entities_are_listed(demo_home, capsys):
     home, name = demo_home
     assert run(home, "entities", name) == 0
@@ -105,6 +108,7 @@ def test_entities_are_listed(demo_home, capsys):
     assert found and all("lisb" in e["name"].lower() for e in found)
 
 
+@pytest.mark.slow
 def test_ingest_and_export_report_the_same_link_count(engine, bank, tmp_path, capsys):
     name = bank.name
     bank.close()

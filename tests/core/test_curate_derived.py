@@ -40,6 +40,7 @@ def _recalled(bank):
     return [item.text for item in bank.recall(QUERY, budget_tokens=4096).items]
 
 
+@pytest.mark.slow
 def test_retract_hides_every_unit_quoting_its_facts_before_jobs_run(call_bank):
     bank = call_bank
     dana = _entity(bank, "Dana Whitfield")
@@ -71,6 +72,7 @@ def test_retract_hides_every_unit_quoting_its_facts_before_jobs_run(call_bank):
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_undo_of_a_retract_brings_the_quotes_back_after_the_jobs(call_bank):
     bank = call_bank
     dana = _entity(bank, "Dana Whitfield")
@@ -84,6 +86,7 @@ def test_undo_of_a_retract_brings_the_quotes_back_after_the_jobs(call_bank):
     assert bank.count(None, status=UnitStatus.STALE) == 0
 
 
+@pytest.mark.slow
 def test_deleting_or_editing_a_fact_stales_the_observations_built_from_it(call_bank):
     bank = call_bank
     # A world fact that some observation quotes (which ones a bounded profile

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from core import Kind, Network, UnitStatus
 from core.cli import main as cli
-from tests.support import curation as support
 from tests.support.curation import dump, lexical_ids, table_rows
 
 DATA = Path(__file__).parent / "data"
-template = support.template
-built = support.built
 
 
 def _two_documents(bank):
@@ -22,6 +21,7 @@ def _two_documents(bank):
     return first
 
 
+@pytest.mark.slow
 def test_delete_a_document_and_only_what_derives_from_it_then_undo(engine):
     bank = engine.create_bank("docs", agent_name="Juniper")
     call = _two_documents(bank)
@@ -70,6 +70,7 @@ def test_delete_a_document_and_only_what_derives_from_it_then_undo(engine):
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_an_opinion_loses_the_steps_its_deleted_evidence_gave_it(built):
     bank, b = built
     cello, opinion = b.units["m_cello"], b.units["o_music"]
@@ -92,6 +93,7 @@ def test_an_opinion_loses_the_steps_its_deleted_evidence_gave_it(built):
     assert [s.event.id for s in bank.opinion_history(opinion).steps] == ["ev0", "ev1"]
 
 
+@pytest.mark.slow
 def test_reingest_replaces_what_the_document_wrote(engine):
     bank = engine.create_bank("again", agent_name="Juniper")
     call = _two_documents(bank)
@@ -102,6 +104,7 @@ def test_reingest_replaces_what_the_document_wrote(engine):
     assert len(bank.turns(call)) == 6
 
 
+@pytest.mark.slow
 def test_cli_documents_list_delete_and_jobs(engine, capsys):
     bank = engine.create_bank("cli", agent_name="Juniper")
     call = _two_documents(bank)

@@ -7,17 +7,14 @@ import pytest
 
 from core import EngramError, InvalidInputError, Kind, Network, UnitStatus
 from core.cli import main as cli
-from tests.support import curation as support
 from tests.support.curation import dump, lexical_ids, table_rows, vector_ids
-
-template = support.template
-built = support.built
 
 
 def _recalled(bank, query):
     return {item.unit_id for item in bank.recall(query, budget_tokens=4096).items}
 
 
+@pytest.mark.slow
 def test_hide_a_fact_hides_what_quotes_it_and_undo_brings_it_back(built):
     bank, b = built
     cello, obs = b.units["m_cello"], b.units["obs_marker"]
@@ -121,6 +118,7 @@ def test_a_confidence_set_by_hand_is_an_opinion_event(built):
     assert len(bank.opinion_history(opinion).steps) == len(steps) - 1
 
 
+@pytest.mark.slow
 def test_cli_confidence_edit_records_the_event(built, capsys):
     bank, b = built
     opinion = b.units["o_alice"]
@@ -145,6 +143,7 @@ def test_split_takes_the_alias_it_splits_out(built):
     assert "Bobby" in bank.entity(bob).aliases
 
 
+@pytest.mark.slow
 def test_cli_add_hide_unhide_and_the_rebuilds_a_retract_queues(built, capsys):
     bank, b = built
     engine, home = bank.engine, str(bank.engine.home)

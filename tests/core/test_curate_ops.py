@@ -8,7 +8,6 @@ import pytest
 
 from core import EngramError, InvalidInputError, Kind, Network
 from core.cli import main as cli
-from tests.support import curation as support
 from tests.support.curation import (
     MARKER,
     add_entity,
@@ -16,9 +15,6 @@ from tests.support.curation import (
     table_rows,
     vector_ids,
 )
-
-template = support.template
-built = support.built
 
 
 def _links_of(bank, unit_id, kind=None):
@@ -40,6 +36,7 @@ def _queued(bank, entity_id) -> bool:
     )
 
 
+@pytest.mark.slow
 def test_edit_text_reembeds_reindexes_and_relinks(built):
     bank, b = built
     unit_id = b.units["plain"]
@@ -218,6 +215,7 @@ def test_merge_refusals(built):
         bank.merge_entities(b.entities["alice"], b.entities["bob"])
 
 
+@pytest.mark.slow
 def test_split_moves_chosen_mentions_to_a_new_entity(built):
     bank, b = built
     marker = b.entities["marker"]
@@ -298,6 +296,7 @@ def test_restore_keeps_units_another_retraction_hides(built):
         bank.restore_entity(b.entities["marker"])
 
 
+@pytest.mark.slow
 def test_cli_curation_commands(built, engine, capsys, monkeypatch):
     bank, b = built
     home = ["--home", str(engine.home)]

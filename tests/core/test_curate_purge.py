@@ -10,7 +10,6 @@ import pytest
 
 from core import EngramError, Kind
 from core.curate import purge as purge_module
-from tests.support import curation as support
 from tests.support.curation import (
     MARKER,
     dump,
@@ -21,8 +20,6 @@ from tests.support.curation import (
 )
 
 FOREIGN = "Zyxquørblåt"  # a non-ASCII alias
-template = support.template
-built = support.built
 
 
 def _all_text(bank) -> str:
@@ -56,6 +53,7 @@ def test_purge_needs_confirm_and_changes_nothing_without(built):
     assert dump(bank) == before
 
 
+@pytest.mark.slow
 def test_purge_by_marker(built):
     bank, b = built
     marker = b.entities["marker"]
@@ -161,6 +159,7 @@ def test_purge_by_marker(built):
     assert reopened.verify().ok and len(reopened.units(limit=None)) == len(kept)
 
 
+@pytest.mark.slow
 def test_interrupted_purge_is_finished_by_the_next(built, monkeypatch):
     bank, b = built
     bank.store.checkpoint()

@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from core import EngramError, Kind
-from tests.support import curation as support
 from tests.support.curation import (
     dump,
     folder_contains,
@@ -19,9 +18,6 @@ from tests.support.curation import (
     table_rows,
     vector_ids,
 )
-
-template = support.template
-built = support.built
 
 
 def _index_state(bank) -> tuple:
@@ -62,6 +58,7 @@ AUDITED = {
 
 
 @pytest.mark.parametrize("action", sorted(ACTIONS))
+@pytest.mark.slow
 def test_undo_then_redo_round_trip(built, action):
     bank, b = built
     before, before_index = dump(bank), _index_state(bank)
@@ -83,6 +80,7 @@ def test_undo_then_redo_round_trip(built, action):
     assert entries[2].undone is False and entries[2].undoable
 
 
+@pytest.mark.slow
 def test_restore_is_undoable_and_stacks_follow_the_log(built):
     bank, b = built
     base = dump(bank)
@@ -248,6 +246,7 @@ def test_any_sequence_then_as_many_undos_restores_the_bank(engine, template, dat
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_undo_brings_back_the_sources_of_an_observation_already_stale(built):
     """Found by the property test above: with its entity retracted, an observation
     is stale; editing one of its facts then cuts its source rows (it must be
@@ -267,6 +266,7 @@ def test_undo_brings_back_the_sources_of_an_observation_already_stale(built):
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_hiding_a_step_s_evidence_takes_the_step_back_with_a_revised_event(built):
     """An opinion reinforced by a fact that is then hidden no longer keeps that
     step: its confidence is replayed without it, and its history says so; the
@@ -307,6 +307,7 @@ def test_hiding_a_step_s_evidence_takes_the_step_back_with_a_revised_event(built
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_on_an_ingested_bank(bank, tmp_path):
     """Curation over what retain really wrote: undo restores it, a purge removes a
     name from every file, and the result round-trips through a snapshot."""

@@ -67,6 +67,7 @@ def _fill(bank, limit: int = 400) -> int:
     return added
 
 
+@pytest.mark.slow
 def test_on_a_full_disk_nothing_reported_is_lost_and_the_next_open_finishes(small_disk):
     home = small_disk / "home"
     filler = small_disk / "filler"
@@ -97,6 +98,7 @@ def test_export_to_a_full_disk_leaves_no_file_and_says_so(tmp_path, small_disk):
         assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_import_onto_a_full_disk_changes_no_bank(tmp_path, small_disk, monkeypatch):
     with Engine(tmp_path / "src", embedder=HashEmbedder()) as engine:
         bank = engine.create_bank("src")

@@ -415,6 +415,7 @@ def locomo() -> list[tuple[Document, list[tuple[Exchange, list[ExtractedFact]]]]
     return out
 
 
+@pytest.mark.slow
 def test_locomo_facts_cite_real_turns_of_their_exchange_and_session(locomo) -> None:
     total = 0
     for document, chunks in locomo:
@@ -450,6 +451,7 @@ def test_locomo_facts_cite_real_turns_of_their_exchange_and_session(locomo) -> N
     assert total > 1000
 
 
+@pytest.mark.slow
 def test_locomo_speakers_are_person_entities_of_their_facts(locomo) -> None:
     for document, chunks in locomo:
         speakers = {t.speaker for t in document.turns}
@@ -468,6 +470,7 @@ def test_locomo_speakers_are_person_entities_of_their_facts(locomo) -> None:
             assert seen[speaker] == {"person"}
 
 
+@pytest.mark.slow
 def test_locomo_time_and_networks_are_plausible(locomo) -> None:
     networks: dict[Network, int] = {}
     moved = 0

@@ -710,6 +710,7 @@ _ALPHABET = 'Alice:Bob **#-[]{}"\\,\n 2023-05-08 May pm session Date 1:5 éß\t'
 
 @given(text=st.text(alphabet=_ALPHABET, max_size=200), fmt=st.sampled_from(FORMATS))
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
 def test_any_input_gives_documents_or_a_clear_error(text: str, fmt: str):
     try:
         docs = parse_documents(text.encode(), fmt, "fuzz.dat")

@@ -123,6 +123,7 @@ def test_num_ctx_holds_a_long_prompt(fake_ollama: FakeOllama) -> None:
     assert len(fake_ollama.cut_prompts) == 1
 
 
+@pytest.mark.slow
 def test_a_slow_model_that_keeps_writing_is_not_cut_by_the_timeout(
     fake_ollama: FakeOllama,
 ) -> None:
@@ -133,6 +134,7 @@ def test_a_slow_model_that_keeps_writing_is_not_cut_by_the_timeout(
     assert model.structured("", "p", SCHEMA, facts) == ["slow but steady"]
 
 
+@pytest.mark.slow
 def test_a_model_silent_past_the_timeout_times_out_and_says_how_to_wait_longer(
     fake_ollama: FakeOllama,
 ) -> None:
@@ -218,6 +220,7 @@ def test_missing_model_is_not_retried(fake_ollama: FakeOllama) -> None:
     assert len(fake_ollama.chat_requests) == 1
 
 
+@pytest.mark.slow
 def test_slow_answer_times_out(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(Reply.json({"facts": ["late"]}, delay=30))
     with pytest.raises(LanguageModelError, match="timeout") as info:
@@ -227,6 +230,7 @@ def test_slow_answer_times_out(fake_ollama: FakeOllama) -> None:
     assert len(fake_ollama.chat_requests) == 1
 
 
+@pytest.mark.slow
 def test_timeout_is_retried(fake_ollama: FakeOllama) -> None:
     fake_ollama.script(Reply.delayed(30), Reply.json({"facts": ["on time"]}))
     result = lm(fake_ollama, timeout=0.5, retries=1).structured("", "p", SCHEMA, facts)

@@ -109,6 +109,7 @@ def evidence_bank(bank):
     ],
     ids=["timeout", "model-removed"],
 )
+@pytest.mark.slow
 def test_reflect_falls_back_the_same_way_with_the_reason(
     evidence_bank, engine, fake_ollama, reply, cause
 ):
@@ -151,6 +152,7 @@ def test_cli_ingest_of_replies_cut_by_length_fails_with_the_reason(
     assert bank.count() == 0
 
 
+@pytest.mark.slow
 def test_the_timeout_flag_reaches_the_model(engine, fake_ollama, conversation, capsys):
     use_fake(engine, fake_ollama)
     fake_ollama.responder = lambda body: Reply.json({"facts": []}, chunks=2, chunk_delay=3)

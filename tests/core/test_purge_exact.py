@@ -45,6 +45,7 @@ def _turns(bank) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_a_purge_redacts_the_person_not_the_word(engine):
     """`engram purge g Grace --yes` redacted all five turns ('a [redacted] period',
     'with [redacted] and humour') though Grace is mentioned in two."""
@@ -69,6 +70,7 @@ def test_a_purge_redacts_the_person_not_the_word(engine):
     assert "with grace and humour" in " ".join(u.text for u in bank.units())
 
 
+@pytest.mark.slow
 def test_the_purge_preview_lists_each_redaction_in_context(engine, capsys, monkeypatch):
     bank = engine.create_bank("g")
     bank.ingest(parse_documents(GRACE, "txt", "grace.txt"), mode="rules")
@@ -148,6 +150,7 @@ def test_a_purge_covers_names_a_rename_dropped(engine):
     assert not bank.recall("Zorblax", channels=["lexical"]).items
 
 
+@pytest.mark.slow
 def test_exports_are_recorded_and_the_purge_says_snapshots_are_outside(engine, tmp_path, capsys):
     """A snapshot made before a purge resurrects everything: the bank now records each
     export, `engram snapshots` lists them and the purge names them."""

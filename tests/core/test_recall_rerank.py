@@ -97,6 +97,7 @@ def tiny_cross_encoder(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_cross_encoder_reranker_runs_and_says_so(bank, tiny_cross_encoder):
     bank.add_units(
         [
@@ -135,6 +136,7 @@ def test_cross_encoder_reranker_runs_and_says_so(bank, tiny_cross_encoder):
     assert max(tail[3:]) < min(tail[:3])
 
 
+@pytest.mark.slow
 def test_cross_encoder_from_bank_setting(bank, tiny_cross_encoder):
     bank.add_units([NewUnit(text="Alice likes tea.")])
     result = bank.recall("tea", settings={"recall.cross_encoder_path": str(tiny_cross_encoder)})

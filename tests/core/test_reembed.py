@@ -62,6 +62,7 @@ def test_a_bank_of_another_model_is_refused_with_the_command_that_re_embeds_it(e
         engine.open_bank("Old")
 
 
+@pytest.mark.slow
 def test_re_embedding_gives_every_unit_a_vector_of_this_model(engine, embedder):
     ids = make_old_bank(engine, embedder)
     seen: list[tuple[int, int]] = []
@@ -93,6 +94,7 @@ def test_a_cancelled_re_embedding_leaves_the_bank_as_it_was(engine, embedder):
         engine.open_bank("Old")
 
 
+@pytest.mark.slow
 def test_engram_repair_re_embed(tmp_path, embedder, capsys):
     home = tmp_path / "home"
     with Engine(home, embedder=embedder) as engine:

@@ -56,6 +56,7 @@ def test_offline_reflect_dry_run_and_kept(home, capsys):
     assert kept["id"] == data["id"] and kept["query"] == QUERY
 
 
+@pytest.mark.slow
 def test_compare_profiles_file_commits_nothing_unless_kept(home, tmp_path, capsys):
     folder, _ = home
     profiles = tmp_path / "profiles.json"
@@ -94,6 +95,7 @@ def test_bad_input_says_what_is_wrong(home, tmp_path, capsys):
     assert "no unit" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_reflect_with_the_model_then_opinions_and_history(home, capsys):
     folder, ids = home
     hiked, _, held = ids

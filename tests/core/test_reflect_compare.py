@@ -46,6 +46,7 @@ def park(bank):
     return {"hiked": hiked, "told": told, "opinion": held}
 
 
+@pytest.mark.slow
 def test_compare_answers_each_theta_in_parallel_on_the_same_evidence(
     engine, bank, fake_ollama, park
 ):
@@ -99,6 +100,7 @@ def test_compare_answers_each_theta_in_parallel_on_the_same_evidence(
     assert state(bank) == before
 
 
+@pytest.mark.slow
 def test_committing_one_applies_exactly_its_opinions(engine, bank, fake_ollama, park):
     def formation(body):
         n = level(body)
@@ -143,6 +145,7 @@ def test_committing_one_applies_exactly_its_opinions(engine, bank, fake_ollama, 
         bank.commit_reflection(first)
 
 
+@pytest.mark.slow
 def test_a_disposition_the_model_fails_for_does_not_sink_the_others(
     engine, bank, fake_ollama, park
 ):

@@ -53,6 +53,7 @@ def trail(bank):
     return ids
 
 
+@pytest.mark.slow
 def test_reflect_forms_a_new_opinion_and_updates_a_similar_one(engine, bank, fake_ollama, trail):
     hiked = trail["hiked"]
     router = Router(
@@ -109,6 +110,7 @@ def test_reflect_forms_a_new_opinion_and_updates_a_similar_one(engine, bank, fak
     assert bank.reflection(r.id).opinions == r.opinions
 
 
+@pytest.mark.slow
 def test_contradiction_lowers_twice_alpha_and_confidence_stays_in_bounds(
     engine, bank, fake_ollama, trail
 ):
@@ -227,6 +229,7 @@ def test_dry_run_plans_opinions_and_a_later_commit_applies_them(engine, bank, fa
     assert len(bank.reflections()) == 1
 
 
+@pytest.mark.slow
 def test_a_reflection_kept_without_its_opinions_can_apply_them_once_later(
     engine, bank, fake_ollama, trail
 ):
@@ -253,6 +256,7 @@ def test_a_reflection_kept_without_its_opinions_can_apply_them_once_later(
         bank.reflection("0" * 16)
 
 
+@pytest.mark.slow
 def test_history_trajectory_range_and_past_confidence(engine, bank, fake_ollama, trail):
     texts = iter(
         [

@@ -58,6 +58,7 @@ def test_without_a_disposition_the_banks_own_is_used():
     assert SKEPTICISM[5] in system_prompt(profile)
 
 
+@pytest.mark.slow
 def test_the_prompt_on_the_wire_carries_theta_and_every_recalled_fact_with_its_date(
     engine, bank, fake_ollama
 ):

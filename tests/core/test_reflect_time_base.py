@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
+
 from core import Network
 from core.retain.opinions import OpinionEvent, write_events
 from core.store.bank_store import utcnow
@@ -73,6 +75,7 @@ def test_opinions_formed_and_moved_by_reflection_carry_the_evidence_time(engine,
     assert r.created_at.year == WALL_CLOCK_YEAR
 
 
+@pytest.mark.slow
 def test_undated_evidence_takes_the_reflections_reference_time(engine, bank, fake_ollama):
     (fact,) = add(bank, unit("Alice owns hiking poles."))  # no time of its own
     fake_ollama.responder = Router(opinions=[opinion("Alice hikes often.", 0.6, [fact])])

@@ -121,6 +121,7 @@ class Script:
         return Reply.text("A neutral third-person profile written by the model.")
 
 
+@pytest.mark.slow
 def test_llm_mode_end_to_end(bank, fake_ollama: FakeOllama) -> None:
     bank.set_profile(agent_name="Bob")
     script = Script()
@@ -161,6 +162,7 @@ def test_llm_mode_end_to_end(bank, fake_ollama: FakeOllama) -> None:
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_a_failing_chunk_writes_nothing_of_itself(bank, fake_ollama: FakeOllama) -> None:
     fake_ollama.responder = Script()
     report = bank.ingest(chat(SESSIONS), mode="llm", llm=lm(fake_ollama))
@@ -180,6 +182,7 @@ def test_a_failing_chunk_writes_nothing_of_itself(bank, fake_ollama: FakeOllama)
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_a_server_dying_mid_document_leaves_nothing_of_the_failed_part(
     bank, fake_ollama: FakeOllama
 ) -> None:
@@ -214,6 +217,7 @@ def test_no_chunk_extracted_means_no_document(bank, fake_ollama: FakeOllama) -> 
     assert again.documents_ingested == 1 and bank.count() == 4
 
 
+@pytest.mark.slow
 def test_llm_contradiction_rewrites_the_opinion(bank, fake_ollama: FakeOllama) -> None:
     fake_ollama.responder = Script()
     model = lm(fake_ollama)
@@ -253,6 +257,7 @@ def test_llm_contradiction_rewrites_the_opinion(bank, fake_ollama: FakeOllama) -
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_auto_mode_uses_the_model_only_when_it_answers(bank, fake_ollama: FakeOllama) -> None:
     fake_ollama.responder = Script()
     assert bank.ingest(chat(SESSIONS[:1]), llm=lm(fake_ollama)).mode == "llm"

@@ -55,6 +55,7 @@ def one(title: str, day: datetime, speaker: str, text: str) -> Document:
     return Document(id="", title=title, turns=(Turn(f"{title}0", speaker, text, day, "s1", 0),))
 
 
+@pytest.mark.slow
 def test_opinion_trajectory_with_events(bank) -> None:
     formed = bank.ingest(one("d1", DAY, "Alice", "I love hiking in Yosemite."), mode="rules")
     assert formed.facts == {"opinion": 1} and formed.opinions_formed == 1
@@ -152,6 +153,7 @@ def test_third_person_and_rules_profile() -> None:
     assert "Priya and apple." in text and "Priya and dune." in text
 
 
+@pytest.mark.slow
 def test_observations_are_queued_generated_and_replaced(bank) -> None:
     bank.set_profile(agent_name="Bob")
     chat = Document(

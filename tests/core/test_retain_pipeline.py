@@ -87,6 +87,7 @@ def locomo(tmp_path_factory, embedder):
     engine.close()
 
 
+@pytest.mark.slow
 def test_locomo_rules_report_and_progress(locomo) -> None:
     bank, document, report, calls = locomo
     assert isinstance(report, IngestReport)
@@ -103,6 +104,7 @@ def test_locomo_rules_report_and_progress(locomo) -> None:
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_locomo_sources_are_real_turns_and_times_fall_in_their_session(locomo) -> None:
     bank, document, _report, _ = locomo
     turns = {t.id: t for t in document.turns}
@@ -127,6 +129,7 @@ def test_locomo_sources_are_real_turns_and_times_fall_in_their_session(locomo) -
     assert [t.text for t in bank.provenance(unit.id)] == [turns[s].text for s in unit.source_ids]
 
 
+@pytest.mark.slow
 def test_locomo_entities_are_resolved(locomo) -> None:
     bank, document, report, _ = locomo
     speakers = {t.speaker for t in document.turns}
@@ -160,6 +163,7 @@ def test_locomo_entities_are_resolved(locomo) -> None:
     assert len(names) == len(set(names)), "no two entities share a name"
 
 
+@pytest.mark.slow
 def test_locomo_links_of_every_kind(locomo) -> None:
     bank, _document, report, _ = locomo
     assert {k for k, n in report.links.items() if n} == {k.value for k in LinkKind}
@@ -203,6 +207,7 @@ def test_locomo_links_of_every_kind(locomo) -> None:
     assert weights == sorted(weights, reverse=True)
 
 
+@pytest.mark.slow
 def test_locomo_reingest_is_a_noop_and_observations_follow(locomo) -> None:
     bank, document, report, _ = locomo
     before = state(bank)
@@ -309,6 +314,7 @@ def _counting_cancel(after: int):
     return token, seen, progress
 
 
+@pytest.mark.slow
 def test_cancel_mid_document_leaves_the_bank_as_it_was(bank) -> None:
     day = datetime(2024, 5, 3, 18, 30)
     bank.ingest(conversation(SMALL[:2], day, title="first"), mode="rules")
@@ -337,6 +343,7 @@ def test_cancel_mid_document_leaves_the_bank_as_it_was(bank) -> None:
     assert bank.ingest(long_chat, mode="rules").documents_ingested == 1
 
 
+@pytest.mark.slow
 def test_a_failure_while_writing_rolls_the_document_back(bank, monkeypatch) -> None:
     day = datetime(2024, 5, 3, 18, 30)
     bank.ingest(conversation(SMALL[:2], day, title="first"), mode="rules")
@@ -365,6 +372,7 @@ def test_bad_input_gets_a_clear_error(bank, tmp_path) -> None:
 # -- the CLI ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_ingest_runs_observations(tmp_path, embedder, capsys, monkeypatch) -> None:
     home = tmp_path / "home"
     monkeypatch.setenv("ENGRAM_OLLAMA_MODEL", "")

@@ -203,6 +203,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.slow
 def test_hostile_member_contents(engine, victim, valid, tmp_path, case):
     change, match = CASES[case]
     _refused(engine, victim, _variant(valid, tmp_path, change), match)

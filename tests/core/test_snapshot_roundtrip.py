@@ -12,12 +12,8 @@ import pytest
 from core import BankExistsError, CancelledError, CancelToken, Disposition, Engine, NewUnit
 from core.cli import main as cli
 from core.snapshot import FORMAT_VERSION, diff_snapshots
-from tests.support import curation as support
 from tests.support.curation import dump, lexical_ids, table_rows, vector_ids
 from tests.support.embedders import HashEmbedder
-
-template = support.template
-built = support.built
 
 QUERIES = ["Who plays the cello?", "Where does Alice work?", "bikes and weather", "concert"]
 
@@ -37,6 +33,7 @@ def _recall(bank, query):
     return [(i.unit_id, round(i.score, 9)) for i in result.items]
 
 
+@pytest.mark.slow
 def test_round_trip_is_identical(built, engine, tmp_path):
     bank, b = built
     bank.set_profile(background="A helpful assistant.", disposition=Disposition(skepticism=5))
@@ -79,6 +76,7 @@ def test_round_trip_is_identical(built, engine, tmp_path):
         engine.import_snapshot(path)
 
 
+@pytest.mark.slow
 def test_replace_swaps_the_bank_atomically(built, engine, tmp_path):
     bank, b = built
     path = tmp_path / "before.engram"
@@ -95,6 +93,7 @@ def test_replace_swaps_the_bank_atomically(built, engine, tmp_path):
     assert fresh.verify().ok
 
 
+@pytest.mark.slow
 def test_import_reembeds_a_snapshot_from_another_model(tmp_path):
     with Engine(tmp_path / "a", embedder=HashEmbedder("hash-a", 16)) as engine_a:
         bank = engine_a.create_bank("other model")
@@ -133,6 +132,7 @@ def test_cancelled_import_leaves_nothing(built, engine, tmp_path):
     assert sorted(p.name for p in engine.banks_dir.iterdir()) == ["test"]
 
 
+@pytest.mark.slow
 def test_diff_snapshot_against_live_bank_and_snapshot(built, tmp_path, capsys, engine):
     bank, b = built
     first = tmp_path / "first.engram"
@@ -173,6 +173,7 @@ def test_diff_snapshot_against_live_bank_and_snapshot(built, tmp_path, capsys, e
     assert json.loads(capsys.readouterr().out)["units_added"] == []
 
 
+@pytest.mark.slow
 def test_cli_export_and_import(built, engine, tmp_path, capsys):
     bank, _ = built
     expected = dump(bank)

@@ -199,6 +199,7 @@ def _refused(engine, victim, path: Path, match: str) -> None:
 
 
 @pytest.mark.parametrize("case", sorted(VALUE_CASES))
+@pytest.mark.slow
 def test_hostile_values_are_refused_naming_table_row_and_field(
     victim_engine, victim, valid, tmp_path, case
 ):
@@ -376,6 +377,7 @@ def test_a_bank_of_large_turns_exports_and_imports(engine, tmp_path):
     assert copy.verify().ok and copy.count() == 50
 
 
+@pytest.mark.slow
 def test_the_disk_estimate_counts_what_the_import_will_write(engine, tmp_path, monkeypatch):
     """3x the archive passed with 6 MB free and the import then died: estimate from
     the tables' uncompressed sizes. A highly compressible bank shows the gap."""

@@ -151,6 +151,7 @@ def test_two_processes_creating_one_name_make_one_bank(tmp_path):
         assert [b.name for b in engine.banks()] == ["dup"]
 
 
+@pytest.mark.slow
 def test_two_simultaneous_imports_with_one_name_make_one_bank(tmp_path, monkeypatch):
     with _engine(tmp_path / "src") as source:
         bank = source.create_bank("src")

@@ -112,6 +112,7 @@ dates = st.none() | st.integers(0, 380).map(lambda d: BASE + timedelta(days=d))
     offset=st.integers(0, 40),
     limit=st.integers(1, 60),
 )
+@pytest.mark.slow
 def test_units_filters_and_order_match_a_python_model(
     populated, network, text, entity, start, end, min_conf, order, descending, offset, limit
 ):

@@ -13,11 +13,7 @@ import pytest
 from core import Kind, NewUnit
 from core.store import vectors as vectors_module
 from core.store.vectors import VectorIndex, occurred_where
-from tests.support import curation as support
 from tests.support.curation import folder_contains, table_rows, vector_ids
-
-template = support.template
-built = support.built
 
 DIM = 32
 NETWORKS = ["world", "experience", "opinion", "observation"]
@@ -99,6 +95,7 @@ def test_index_is_built_at_the_threshold_and_finds_the_exact_top_k(tmp_path, thr
         assert all(h.similarity == pytest.approx(by_id[h.id], abs=1e-4) for h in hits)
 
 
+@pytest.mark.slow
 def test_rows_written_after_indexing_are_found_and_deleted_rows_are_not(tmp_path, threshold):
     corpus = Corpus(tmp_path, 3000)
     corpus.index.maybe_index()
@@ -129,6 +126,7 @@ def test_rows_written_after_indexing_are_found_and_deleted_rows_are_not(tmp_path
     assert index.count() == 3000 - 30 + 40 + 400
 
 
+@pytest.mark.slow
 def test_filters_work_with_the_index(tmp_path, threshold):
     corpus = Corpus(tmp_path, 3000)
     index = corpus.index
@@ -164,6 +162,7 @@ def big_units(n: int, seed: int = 3) -> list[NewUnit]:
     return [NewUnit(f"bulk fact number {i}", vector=tuple(vectors[i])) for i in range(n)]
 
 
+@pytest.mark.slow
 def test_bank_writes_build_the_index_and_opening_indexes_an_old_bank(engine, monkeypatch):
     monkeypatch.setattr(vectors_module, "INDEX_MIN_ROWS", 200)
     bank = engine.create_bank("written")
@@ -191,6 +190,7 @@ def index_everything(monkeypatch):
     monkeypatch.setattr(vectors_module, "INDEX_MIN_ROWS", 1)
 
 
+@pytest.mark.slow
 def test_purge_of_an_indexed_bank_leaves_no_vector_and_an_index(index_everything, built):
     bank, b = built
     assert bank.store.vectors.indexed()  # the copied template bank was indexed on open

@@ -51,6 +51,7 @@ def test_installing_from_the_public_index_pulls_no_gpu_stack(tmp_path):
     assert [n for n in names if GPU_STACK.match(n)] == []
 
 
+@pytest.mark.slow
 def test_the_built_package_carries_and_finds_its_resources(tmp_path):
     """build_py lays out what the wheel holds; from there (no checkout beside it)
     the app finds the demo conversations and its icon, and core its model."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 import random
 import threading
 
+import pytest
+
 WRITERS = 4
 PER_WRITER = 8
 READERS = 2
@@ -23,6 +25,7 @@ def distinct_fact(n: int, i: int) -> str:
     return f"Fact {n}-{i}: the " + " and the ".join(rng.sample(WORDS, 4)) + "."
 
 
+@pytest.mark.slow
 def test_recall_while_retaining(served, bank_id):
     with served.client() as http:
         http.put(f"/v1/default/banks/{bank_id}", json={}).raise_for_status()
@@ -81,6 +84,7 @@ def test_recall_while_retaining(served, bank_id):
     assert bank.verify().ok
 
 
+@pytest.mark.slow
 def test_a_note_without_a_speaker_is_kept_as_written(served, http, bank_id):
     """Verbatim retain of a speakerless item: no ': ' prefix, no nameless entity
     (both happened before the fix in core/retain/facts.py)."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 
+
+@pytest.mark.slow
 def test_the_api_serves_the_spec_and_checks_values_by_it(http, bank_id):
     http.put(f"/v1/default/banks/{bank_id}", json={}).raise_for_status()
     spec = http.get("/engram/v1/config/spec").json()["settings"]

@@ -44,6 +44,7 @@ def entity_named(http, bank_id: str, name: str) -> str:
     return next(e["id"] for e in entities if e["canonical_name"] == name)
 
 
+@pytest.mark.slow
 def test_recall_with_its_full_trace(http, bank):
     r = http.post(api(bank, "/recall"), json={"query": "What does Alice think of Python?"})
     assert r.status_code == 200, r.text
@@ -85,6 +86,7 @@ def test_compare_answers_under_each_disposition_and_commits_nothing(http, bank):
     assert one.status_code == 422
 
 
+@pytest.mark.slow
 def test_curation_edit_rename_merge_split_undo_redo_audit(served, http, bank):
     python = entity_named(http, bank, "Python")
     r = http.patch(api(bank, f"/entities/{python}"), json={"name": "Python 3"})
@@ -134,6 +136,7 @@ def test_curation_edit_rename_merge_split_undo_redo_audit(served, http, bank):
     assert http.post(api(bank, "/undo"), json={"actor": "robot"}).status_code == 422
 
 
+@pytest.mark.slow
 def test_retract_restore_and_purge_with_confirmation(http, bank):
     bob = entity_named(http, bank, "Bob")
     preview = http.get(api(bank, f"/entities/{bob}/retract-preview")).json()
@@ -161,6 +164,7 @@ def test_retract_restore_and_purge_with_confirmation(http, bank):
     assert http.get(f"/v1/default/banks/{bank}/entities/{bob}").status_code == 404
 
 
+@pytest.mark.slow
 def test_snapshot_export_streams_and_import_validates(http, bank):
     with http.stream("GET", api(bank, "/snapshot")) as r:
         assert r.status_code == 200
@@ -185,6 +189,7 @@ def test_snapshot_export_streams_and_import_validates(http, bank):
     assert "garbage" not in banks
 
 
+@pytest.mark.slow
 def test_snapshot_uploads_have_their_own_limit(tmp_path):
     with Engine(tmp_path) as engine:
         served = ServedBanks(engine, open_on_demand=True)

@@ -7,16 +7,31 @@ import asyncio
 import time
 
 import pytest
-from hindsight_client import Hindsight
-from hindsight_client_api.exceptions import ApiException
 
 from tests.server.conftest import TOKEN
+
+# The whole compatibility suite: a server and a client (3 s to import) per worker.
+pytestmark = pytest.mark.slow
 
 CONVERSATION = [
     ("Alice", "I adopted a grey cat named Miso last week.", "2024-03-04T10:00:00"),
     ("Bob", "Congratulations! I started learning the cello in January.", "2024-03-04T10:01:00"),
     ("Alice", "I work as a nurse at the Riverside hospital.", "2024-03-04T10:02:00"),
 ]
+
+
+def api_error() -> type[Exception]:
+    """The client's error type. The client is imported when a test runs, not at
+    collection (about 3 s, paid by every xdist worker)."""
+    from hindsight_client_api.exceptions import ApiException
+
+    return ApiException
+
+
+def hindsight(url: str, **options):
+    from hindsight_client import Hindsight
+
+    return Hindsight(base_url=url, **options)
 
 
 def run(coro):
@@ -26,7 +41,7 @@ def run(coro):
 
 @pytest.fixture
 def client(served):
-    with Hindsight(base_url=served.url, api_key=TOKEN, timeout=120) as client:
+    with hindsight(served.url, api_key=TOKEN, timeout=120) as client:
         yield client
 
 
@@ -73,7 +88,7 @@ def test_create_list_delete_banks(client, bank_id):
     assert deleted.success
     listed = run(client.banks.list_banks())
     assert bank_id not in [b.bank_id for b in listed.banks]
-    with pytest.raises(ApiException) as error:
+    with pytest.raises(api_error()) as error:
         run(client.banks.get_bank_profile(bank_id))
     assert error.value.status == 404
 
@@ -165,7 +180,7 @@ def test_get_one_memory(client, filled):
     memory = run(client.memory.get_memory(filled, first.id))
     assert memory["text"] == first.text and "Miso" in memory["entities"]
     assert memory["source_turns"][0]["speaker"] == "Alice"
-    with pytest.raises(ApiException) as error:
+    with pytest.raises(api_error()) as error:
         run(client.memory.get_memory(filled, "no-such-memory"))
     assert error.value.status == 404
 
@@ -207,7 +222,7 @@ def test_entities_list_and_get(client, filled):
     detail = run(client.entities.get_entity(filled, first.id))
     assert detail.canonical_name == first.canonical_name
     assert detail.mention_count == first.mention_count
-    with pytest.raises(ApiException) as error:
+    with pytest.raises(api_error()) as error:
         run(client.entities.get_entity(filled, "no-such-entity"))
     assert error.value.status == 404
 
@@ -224,33 +239,34 @@ def test_document_delete_removes_what_was_derived_only_from_it(client, filled):
     assert deleted.success and deleted.memory_units_deleted >= 3
     assert [d.id for d in run(client.documents.list_documents(filled)).items] == []
     assert not [m for m in client.list_memories(filled, limit=50).items if "Miso" in (m.text or "")]
-    with pytest.raises(ApiException) as error:
+    with pytest.raises(api_error()) as error:
         run(client.documents.delete_document(filled, "chat-1"))
     assert error.value.status == 404
 
 
 def test_what_engram_cannot_honour_is_refused(client, filled):
-    with pytest.raises(ApiException) as error:
+    with pytest.raises(api_error()) as error:
         client.retain(filled, "tagged", tags=["work"])
     assert error.value.status == 422 and "tags" in error.value.body
-    with pytest.raises(ApiException) as error:
+    with pytest.raises(api_error()) as error:
         client.recall(filled, "Alice", tags=["work"])
     assert error.value.status == 422
-    with pytest.raises(ApiException) as error:
+    with pytest.raises(api_error()) as error:
         client.create_mental_model(filled, "model", "what does Alice like?")
     assert error.value.status == 501 and "mental models" in error.value.body
-    with pytest.raises(ApiException) as error:
+    with pytest.raises(api_error()) as error:
         client.create_directive(filled, "be brief", "Answer briefly.")
     assert error.value.status == 501 and "directives" in error.value.body
-    with pytest.raises(ApiException) as error:
+    with pytest.raises(api_error()) as error:
         client.retain(filled, "x", metadata={"source": "slack"})
     assert error.value.status == 422 and "metadata" in error.value.body
 
 
+@pytest.mark.slow
 def test_wrong_token_is_refused(served, bank_id):
     with (
-        Hindsight(base_url=served.url, api_key="wrong") as client,
-        pytest.raises(ApiException) as error,
+        hindsight(served.url, api_key="wrong") as client,
+        pytest.raises(api_error()) as error,
     ):
         client.get_version()
     assert error.value.status == 401

@@ -8,13 +8,13 @@ import sys
 
 import anyio
 import httpx
-from mcp import Client, ClientSession
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+import pytest
 
 from core import Engine
 from tests.server.conftest import TOKEN
+
+# The MCP client is imported in the tests that use it: importing it costs every
+# xdist worker a second and more at collection.
 
 TOOLS = {"retain", "recall", "reflect", "list_banks", "list_memories"}
 
@@ -54,7 +54,12 @@ async def exercise(session, bank: str | None) -> None:
     assert bank is None or bank in banks
 
 
+@pytest.mark.slow
 def test_mcp_over_streamable_http(served, http, bank_id):
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
     http.put(f"/v1/default/banks/{bank_id}", json={}).raise_for_status()
 
     async def main():
@@ -81,7 +86,11 @@ def test_mcp_over_streamable_http(served, http, bank_id):
     assert r.status_code == 401
 
 
+@pytest.mark.slow
 def test_mcp_over_stdio(tmp_path, embedder):
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
     home = tmp_path / "home"
     with Engine(home, embedder=embedder) as engine:
         engine.create_bank("desk")

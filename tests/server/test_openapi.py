@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 
 from core import Engine
 from core.server import ServedBanks, start_server
@@ -16,6 +17,7 @@ from core.server.openapi import render
 CHECKED_IN = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 
 
+@pytest.mark.slow
 def test_the_checked_in_document_is_the_served_one(tmp_path):
     with Engine(tmp_path) as engine:
         handle = start_server(ServedBanks(engine, open_on_demand=True), "127.0.0.1", 0, "t" * 20)

@@ -107,6 +107,7 @@ def both(homes, *args: str, new_ids: set[str] = frozenset()) -> tuple[str, str]:
     return normalised(out_d, new_ids), normalised(out_r, new_ids)
 
 
+@pytest.mark.slow
 def test_the_lock_names_the_server_and_a_direct_open_is_refused(homes, server):
     from core import BankLockedError
 
@@ -114,6 +115,7 @@ def test_the_lock_names_the_server_and_a_direct_open_is_refused(homes, server):
         engine.open_bank(BANK)
 
 
+@pytest.mark.slow
 def test_recall_and_listing_through_the_owner_print_what_a_direct_run_prints(
     homes, server, token_env
 ):
@@ -142,6 +144,7 @@ def differences(a, b, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {a!r} != {b!r}"[:300]]
 
 
+@pytest.mark.slow
 def test_ingest_and_edit_through_the_owner(homes, server, token_env):
     served, direct = homes
     before = set(_ids(direct))
@@ -168,6 +171,7 @@ def _ids(home: Path) -> list[str]:
     return [line.split()[0] for line in out.splitlines() if not line.startswith("--")]
 
 
+@pytest.mark.slow
 def test_a_routed_recall_as_a_command_loads_no_model(homes, server):
     """The whole `engram recall` as a user runs it; prints the wall time."""
     env = {**os.environ, "ENGRAM_API_TOKEN": TOKEN, "PYTHONPATH": str(REPO)}
@@ -193,6 +197,7 @@ def test_a_routed_recall_as_a_command_loads_no_model(homes, server):
     print(f"routed engram recall: {wall:.2f} s wall")
 
 
+@pytest.mark.slow
 def test_an_engine_error_reads_the_same_routed_as_direct(homes, server, token_env):
     served, direct = homes
     for args in (
@@ -207,6 +212,7 @@ def test_an_engine_error_reads_the_same_routed_as_direct(homes, server, token_en
     assert code == 1 and server in err and "close the bank there first" in err
 
 
+@pytest.mark.slow
 def test_the_call_route_runs_only_bank_methods_and_never_reads_a_named_file(server):
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=server, headers=headers, timeout=60) as http:
@@ -223,6 +229,7 @@ def test_the_call_route_runs_only_bank_methods_and_never_reads_a_named_file(serv
         )
 
 
+@pytest.mark.slow
 def test_values_cross_the_wire_as_the_same_types(homes, server, token_env):
     from core import Change, Kind
     from core.server.client import decode, encode
@@ -236,6 +243,7 @@ def test_values_cross_the_wire_as_the_same_types(homes, server, token_env):
         assert decode(json.loads(json.dumps(encode(value)))) == value
 
 
+@pytest.mark.slow
 def test_settings_change_through_the_owner_as_they_do_directly(homes, server, token_env):
     for args in (
         ("config", "set", BANK, "recall.entity_fan=false", "recall.rrf_k=42"),

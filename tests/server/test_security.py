@@ -15,6 +15,7 @@ from core.server import token as token_module
 from tests.server.conftest import TOKEN
 
 
+@pytest.mark.slow
 def test_every_request_needs_the_token(served):
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
         for path in ("/health", "/v1/default/banks", "/openapi.json", "/mcp", "/engram/v1/banks"):
@@ -166,6 +167,7 @@ def test_a_bank_another_process_holds_is_listed_and_409_when_used(served, http, 
         assert used.status_code == 409 and "another process" in used.json()["detail"]
 
 
+@pytest.mark.slow
 def test_a_retain_the_model_cannot_extract_is_not_acknowledged(tmp_path, embedder, fake_ollama):
     """The fake model answers every extraction with a 500: the retain used to
     answer success with nothing written."""

@@ -8,15 +8,13 @@ extraction heuristics evolve.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-from core import Bank, Engine, Network, NewUnit
+from core import Bank, Network, NewUnit
 from core.curate.relink import relink_units
 from core.store.bank_store import utcnow
 
@@ -163,26 +161,6 @@ def build_bank(bank: Bank) -> Built:
             [u["obs_marker"], u["m_cello"], u["obs_marker"], u["m_bob"]],
         )
     return b
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory, embedder):
-    """`build_bank` once per module (embedding and indexing take a second or two);
-    each test gets a copy of the folder."""
-    home = tmp_path_factory.mktemp("template")
-    with Engine(home, embedder=embedder) as engine:
-        bank = engine.create_bank("test")
-        b = build_bank(bank)
-        folder = bank.folder
-    return folder, b
-
-
-@pytest.fixture
-def built(engine, template):
-    """(bank, Built): a fresh copy of the module's template bank, named 'test'."""
-    folder, b = template
-    shutil.copytree(folder, engine.banks_dir / folder.name)
-    return engine.open_bank("test"), b
 
 
 def dump(bank: Bank, tables=None) -> dict[str, list[tuple]]:
