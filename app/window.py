@@ -46,7 +46,7 @@ from app.panes import PANES, Pane, PaneSpec
 from app.runner import Job, Runner, describe
 from app.serving import ServingIndicator, StudioServer, serving_enabled
 from app.state import StudioState
-from core import CancelledError, Change, Kind
+from core import CancelledError, Change, EmbeddingMismatchError, Kind
 
 if TYPE_CHECKING:
     from core import Bank, BankInfo, Engine
@@ -282,7 +282,9 @@ class MainWindow(QMainWindow):
         self.state.set_opening(name)
         engine = self.engine
         # Off the UI thread: the first open also loads DuckDB, LanceDB and Tantivy.
-        self.runner.run_query(lambda: engine.open_bank(name), self._opened, self._open_failed)
+        self.runner.run_query(
+            lambda: engine.open_bank(name), self._opened, lambda e: self._open_failed(e, name)
+        )
 
     def _opened(self, bank: Bank) -> None:
         if bank.closed:  # closed by a switch that raced this open: open it again
@@ -302,11 +304,42 @@ class MainWindow(QMainWindow):
             key=bank,
         )
 
-    def _open_failed(self, error: BaseException) -> None:
+    def _open_failed(self, error: BaseException, name: str) -> None:
         self.state.set_opening("")
         self._start_deferred()
-        if not isinstance(error, CancelledError):  # as the runner reports a failed task
+        self.statusBar().clearMessage()  # "Opening …" is over either way
+        if isinstance(error, EmbeddingMismatchError):
+            self.statusBar().showMessage(f"“{name}” needs re-embedding before it opens.")
+            self._offer_reembedding(name, error)
+        elif not isinstance(error, CancelledError):  # as the runner reports a failed task
             self.runner.failed.emit(describe(error), "".join(traceback.format_exception(error)))
+
+    def _offer_reembedding(self, name: str, error: EmbeddingMismatchError) -> None:
+        """A bank recorded with another embedding model opens once it is re-embedded:
+        offered here, run as a job (progress, cancel), then the bank opens."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Re-embed this bank?", "", parent=self)
+        box.setObjectName("reembed-offer")
+        box.setText(
+            f"“{name}” was embedded with {error.recorded}; this studio uses {error.current}."
+        )
+        box.setInformativeText(
+            f"Re-embed every memory of “{name}” with this studio's model now? Links,"
+            " entities and opinions stay as they are. Cancelling leaves the bank untouched."
+        )
+        start = box.addButton("Re-embed and open", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton("Not now", QMessageBox.ButtonRole.RejectRole)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.buttonClicked.connect(lambda button: button is start and self.reembed_bank(name))
+        box.open()
+
+    def reembed_bank(self, name: str) -> None:
+        engine = self.engine
+        self.runner.run_job(
+            f"Re-embedding “{name}”",
+            lambda progress, cancel: engine.reembed_bank(name, progress, cancel),
+            lambda change: self.open_bank(name),
+        )
 
     def _start_deferred(self) -> None:
         """Run what start() left for after the first bank (once)."""

@@ -327,7 +327,12 @@ class BankExistsError(EngramError):
 
 
 class EmbeddingMismatchError(EngramError):
-    pass
+    """A bank recorded with another embedding model than the engine's: `recorded` and
+    `current` name each (model and dimension), for a caller that offers re-embedding."""
+
+    def __init__(self, message: str, recorded: str = "", current: str = "") -> None:
+        super().__init__(message)
+        self.recorded, self.current = recorded, current
 
 
 class InvalidInputError(EngramError):

@@ -233,10 +233,12 @@ class BankStore:
                 self.set_meta(con, "embedding", {"model": model, "dim": dim})
             return model, dim
         if (stored["model"] != model or int(stored["dim"]) != dim) and not adopt:
+            recorded, current = f"{stored['model']} ({stored['dim']}-d)", f"{model} ({dim}-d)"
             raise EmbeddingMismatchError(
-                f"bank {self.name!r} was embedded with {stored['model']} "
-                f"({stored['dim']}-d); this engine uses {model} ({dim}-d). "
-                f"Open it with the same model, or re-embed it: engram repair {self.name!r} --re-embed"
+                f"bank {self.name!r} was embedded with {recorded}; this engine uses {current}."
+                f" Open it with the same model, or re-embed it: engram repair {self.name!r} --re-embed",
+                recorded,
+                current,
             )
         return stored["model"], int(stored["dim"])
 

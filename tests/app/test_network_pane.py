@@ -74,8 +74,10 @@ def test_move_an_opinion_to_world_and_change_its_confidence(qtbot, window):
     wait_idle(qtbot, window.runner)
     moved = bank.unit(unit.id)
     assert moved.network == Network.WORLD and moved.confidence is None
-    qtbot.waitUntil(lambda: opinions.model.rowCount() == 59)
-    assert opinions.model.row_of(unit.id) is None
+    # Cached rows stay on screen until their page is read again: wait for that too.
+    qtbot.waitUntil(
+        lambda: opinions.model.rowCount() == 59 and opinions.model.row_of(unit.id) is None
+    )
     assert opinions.detail.unit is None  # it left this network
     world = window.pane("world")
     qtbot.waitUntil(lambda: world.model.rowCount() == 61)
