@@ -59,26 +59,21 @@ built = sorted(window._built)
 
 window.start()
 loop = QEventLoop()
-def poll():
-    pane = window.pane("world")
-    if window.state.bank is not None and pane.model.unit_at(0) is not None:
-        loop.quit()
-    else:
-        QTimer.singleShot(10, poll)
-QTimer.singleShot(0, poll)
-QTimer.singleShot(60_000, loop.quit)
-loop.exec()
+def wait_for(done):  # the event loop runs until done() (a minute at most)
+    def poll():
+        if done():
+            loop.quit()
+        else:
+            QTimer.singleShot(10, poll)
+    QTimer.singleShot(0, poll)
+    QTimer.singleShot(60_000, loop.quit)
+    loop.exec()
+
+wait_for(lambda: window.state.bank is not None and window.pane("world").model.unit_at(0) is not None)
 opened = [m for m in HEAVY if m in sys.modules]
 rows = window.pane("world").model.rowCount()
-
-def indexes_open():  # recall's preload opens them after the first page
-    if "lancedb" in sys.modules and "tantivy" in sys.modules:
-        loop.quit()
-    else:
-        QTimer.singleShot(10, indexes_open)
-QTimer.singleShot(0, indexes_open)
-QTimer.singleShot(60_000, loop.quit)
-loop.exec()
+# Recall's preload opens the search indexes after the first page.
+wait_for(lambda: "lancedb" in sys.modules and "tantivy" in sys.modules)
 later = [m for m in HEAVY if m in sys.modules]
 window.close()
 print(json.dumps({{"shown": shown, "built": built, "opened": opened, "later": later, "rows": rows}}))
