@@ -145,6 +145,66 @@ def _tip(p: Point, text: str) -> str:
     return "\n".join(lines)
 
 
+class DateAxis(pg.DateAxisItem):
+    """pyqtgraph's date axis, but for a span of a year or more on a narrow plot.
+    There pyqtgraph labels the years alone (their months do not fit its text
+    budget), so a timeline from March 2025 to December 2026 shows one label,
+    "2026", and reads as if it all happened then. Here such a span gets month
+    ticks, as many as fit, and each January and the first tick say the year."""
+
+    MONTH_STEPS = (1, 2, 3, 4, 6, 12)
+    # The spacing these ticks report: a whole number of average months, which no
+    # pyqtgraph tick spec uses (its month is 30 days), so tickStrings knows them.
+    MONTH = 30.4375 * 86400
+    LABEL = "Mar 2025"  # the widest label this axis writes
+    MAX_FILL = 0.7  # share of the axis the labels may take
+
+    def __init__(self) -> None:
+        super().__init__(orientation="bottom")
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 - pyqtgraph's names
+        levels = super().tickValues(minVal, maxVal, size)
+        if maxVal - minVal < 40 * 86400 or size <= 0:
+            return levels  # days and hours: pyqtgraph's own labels say where the span is
+        width = self.fontMetrics.boundingRect(self.LABEL).width() + 12
+        # A label centred nearer the end than half its width is not drawn.
+        margin = (maxVal - minVal) / size * width / 2
+        inner = (minVal + margin, maxVal - margin)
+        majors = [v for v in (levels[0][1] if levels else []) if inner[0] <= v <= inner[1]]
+        if len(majors) >= 2:
+            return levels
+        months = _month_starts(*inner)  # only where a label is drawn: the first says the year
+        fit = max(1, int(size * self.MAX_FILL / width))
+        for step in self.MONTH_STEPS:
+            # Quarters start in January, April, July and October, halves in January and July.
+            ticks = [t for t in months if (datetime.fromtimestamp(t).month - 1) % step == 0]
+            if len(ticks) <= fit:
+                return [(step * self.MONTH, ticks)] if len(ticks) >= 2 else levels
+        return levels
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802
+        steps = spacing / self.MONTH
+        if round(steps) not in self.MONTH_STEPS or abs(steps - round(steps)) > 1e-6:
+            return super().tickStrings(values, scale, spacing)
+        dates = [datetime.fromtimestamp(v) for v in values]
+        return [
+            d.strftime("%b %Y") if i == 0 or d.month == 1 else d.strftime("%b")
+            for i, d in enumerate(dates)
+        ]
+
+
+def _month_starts(start: float, end: float) -> list[float]:
+    """The first of each month in (`start`, `end`] (local time, as plotted)."""
+    first = datetime.fromtimestamp(start)
+    year, month, out = first.year, first.month, []
+    while True:
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+        when = datetime(year, month, 1).timestamp()
+        if when > end:
+            return out
+        out.append(when)
+
+
 class TimelinePlot(pg.PlotWidget):
     """Confidence over time, several opinions overlaid."""
 
@@ -153,9 +213,7 @@ class TimelinePlot(pg.PlotWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         bg = parent.palette().base().color() if parent is not None else QColor("#ffffff")
-        super().__init__(
-            parent, background=bg, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")}
-        )
+        super().__init__(parent, background=bg, axisItems={"bottom": DateAxis()})
         plot = self.getPlotItem()
         text = QColor("#e5e8ed" if bg.lightnessF() < 0.5 else "#1d2430")
         for name in ("left", "bottom"):

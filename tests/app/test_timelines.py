@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from PySide6.QtGui import QImage, QPainter
 
-from app.panes.timelines import TimelinesPane, points_of, step_xy
+from app.panes.timelines import Point, TimelinePlot, TimelinesPane, points_of, step_xy
 from app.runner import Runner
 from app.state import StudioState
 from core import Network
@@ -220,3 +221,37 @@ def test_hover_cards_stay_inside_a_small_plot(qtbot, pane, history) -> None:
         pane.plot.grab()
         card = pane.plot.hover_rect()
         assert box.adjusted(-2, -2, 2, 2).contains(card), (offset, card, box)
+
+
+def _drawn_date_labels(plot: TimelinePlot) -> list[str]:
+    """The texts the bottom axis draws (pyqtgraph drops labels that do not fit)."""
+    axis = plot.getPlotItem().getAxis("bottom")
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _axis, _ticks, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [text for _rect, _flags, text in texts]
+
+
+@pytest.mark.parametrize("width", [600, 900])
+def test_a_span_of_two_years_names_both_years_and_its_months(qtbot, width):
+    """pyqtgraph's own axis drew one label, "2026", for March 2025 to December 2026
+    on a narrow plot: everything read as if it had happened in 2026."""
+    plot = TimelinePlot()
+    qtbot.addWidget(plot)
+    plot.resize(width, 300)
+    dates = [datetime(2025, 3, 1), datetime(2025, 6, 1), datetime(2026, 12, 1)]
+    points = [
+        Point("a", i, d, 0.5 + 0.1 * i, "formed" if i == 0 else "reinforce", None, "", None, "")
+        for i, d in enumerate(dates)
+    ]
+    plot.show_opinions([("a", "An opinion", points)])
+    plot.set_time_range(None, None)
+    plot.show()
+    qtbot.waitExposed(plot)
+    labels = _drawn_date_labels(plot)
+    assert any("2025" in label for label in labels), labels
+    assert any("2026" in label for label in labels), labels
+    assert len(labels) >= 4, labels  # months between the years
