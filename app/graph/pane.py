@@ -200,11 +200,6 @@ class GraphPane(Pane):
             latest=(self, "neighbourhood"),
         )
 
-    def show_neighbourhood(self, nb: Neighbourhood) -> None:
-        """Show a neighbourhood read elsewhere (the recall debugger hands its own over)."""
-        self.state.runner.supersede(self, "neighbourhood")  # a read still on its way is older
-        self._arrived(nb)
-
     def _arrived(self, nb: Neighbourhood) -> None:
         self.neighbourhood = nb
         if nb.graph.node_count == 0:

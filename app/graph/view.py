@@ -434,9 +434,6 @@ class GraphView(pg.PlotWidget):
             curves[kind].setVisible(visible)
         self._apply_edge_filter()
 
-    def kind_visible(self, kind: str) -> bool:
-        return self._kind_visible[kind]
-
     def set_marked(self, unit_ids: Iterable[str]) -> None:
         """Ring these nodes (the packed results)."""
         self._marked = np.zeros(self.graph.node_count, dtype=bool)

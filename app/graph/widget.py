@@ -204,7 +204,6 @@ class GraphWidget(QWidget):
         )
         self.controls_button.toggled.connect(self.set_controls_visible)
         self.find.returnPressed.connect(self.find_next)
-        self._found: list[str] = []
         for widget in (self.back_button, self.play_button, self.step_button):
             row.addWidget(widget)
         row.addWidget(self.scrub, 1)

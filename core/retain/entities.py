@@ -266,9 +266,6 @@ class EntityResolver:
         """Every canonical name and alias, for the extractor's `known_entities`."""
         return [n for c in self._candidates.values() for n in c.names()]
 
-    def entity_type(self, entity_id: str) -> str:
-        return self._candidates[entity_id].type
-
     # -- resolving -------------------------------------------------------------
 
     def resolve(
