@@ -4,13 +4,11 @@ help, bank listings and argument errors load nothing heavy."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from app.main import build_parser
-from tests.app.conftest import REPO
+from tests.support.interpreter import run_python
 
 HEAVY = ("duckdb", "lancedb", "torch", "onnxruntime", "sentence_transformers", "PySide6", "pyarrow")
 
@@ -56,10 +54,7 @@ except SystemExit as stop:
     rc = stop.code
 print(json.dumps([rc, [m for m in {HEAVY!r} if m in sys.modules]]))
 """
-    env = {"ENGRAM_HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    done = run_python(["-c", code], ENGRAM_HOME=str(home))
     rc, loaded = json.loads(done.stdout.strip().splitlines()[-1])
     return rc, loaded
 

@@ -10,15 +10,15 @@ the bank opens in the runner, so the window answers while those load (issue
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 
 from core import Engine
-from tests.app.conftest import REPO, make_units
+from tests.app.conftest import make_units
+from tests.support.interpreter import run_python
 
 HEAVY = (
     "duckdb",
@@ -80,12 +80,10 @@ print(json.dumps({{"shown": shown, "built": built, "opened": opened, "later": la
 """
 
 
-def run_python(argv: list[str], **env: str) -> subprocess.CompletedProcess:
-    """A fresh interpreter on this checkout, offscreen; it must succeed."""
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO), **env}
-    done = subprocess.run(
-        [sys.executable, *argv], env=env, cwd=REPO, capture_output=True, text=True, timeout=180
-    )
+def studio_python(argv: list[str], home: Path, **env: str) -> subprocess.CompletedProcess:
+    """`run_python` with a HOME of the test's own (the studio writes its settings
+    there); it must succeed."""
+    done = run_python(argv, HOME=str(home), **env)
     assert done.returncode == 0, done.stderr
     return done
 
@@ -95,7 +93,7 @@ def test_the_window_shows_before_the_stores_load(tmp_path):
     home = tmp_path / "home"
     with Engine(home) as engine:
         engine.create_bank("Start").add_units(make_units(8))
-    done = run_python(["-c", SCRIPT.format(heavy=HEAVY), str(home)])
+    done = studio_python(["-c", SCRIPT.format(heavy=HEAVY), str(home)], tmp_path)
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["shown"] == []
     assert seen["built"] == ["world"]  # the tab on screen; the others wait for theirs
@@ -110,5 +108,5 @@ def test_the_window_shows_before_the_stores_load(tmp_path):
 def test_the_start_probe_reports_the_window_answering_and_closes_it(tmp_path):
     """ENGRAM_START_PROBE: how the bundle's cold start is measured (no script runs there)."""
     argv = ["-m", "app.main", "--home", str(tmp_path / "home"), "--no-demo"]
-    done = run_python(argv, ENGRAM_START_PROBE="1")
+    done = studio_python(argv, tmp_path, ENGRAM_START_PROBE="1")
     assert re.search(r"studio window answered input \d+\.\d\d s after start", done.stdout)

@@ -5,9 +5,6 @@ the engine settings; stored settings from older versions still load."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -26,8 +23,7 @@ from core.config import (
 from core.recall.settings import resolve
 from core.settings import SETTINGS_FILE, EngineSettings
 from core.types import InvalidInputError
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.interpreter import run_python
 
 
 def test_every_key_has_a_type_help_and_a_default_its_own_check_accepts():
@@ -164,12 +160,5 @@ def test_help_and_a_bank_listing_never_load_pydantic(tmp_path):
             f"try: main({argv!r})\nexcept SystemExit: pass\n"
             "print('LOADED' if 'pydantic' in sys.modules else 'CLEAN')"
         )
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "QT_QPA_PLATFORM": "offscreen"},
-        )
+        done = run_python(["-c", code])
         assert done.stdout.strip().endswith("CLEAN"), (argv, done.stdout[-300:], done.stderr)

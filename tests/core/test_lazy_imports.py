@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
-from pathlib import Path
 
 import core
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.interpreter import run_python
 
 
 def test_every_public_name_resolves_to_its_module():
@@ -39,14 +35,7 @@ def test_engine_lists_banks_without_loading_stores(tmp_path):
         f"names = [b.name for b in Engine({str(tmp_path)!r}).banks()]; "
         "print(names, [m for m in ('duckdb', 'lancedb', 'pyarrow', 'onnxruntime') if m in sys.modules])"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
-    )
+    done = run_python(["-c", code])
     assert done.stdout.strip() == "['one'] []", done.stderr
 
 
