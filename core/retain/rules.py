@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -423,6 +424,8 @@ class _Span:
     before: tuple[str, str]  # the two tokens before it, lowercased
     after: str = ""  # the token after it ("'s" after a possessive)
     following: tuple[str, ...] = ()  # the next few tokens after `after`, lowercased
+    # The rest of its sentence after `after`, as written (CLAUSE_TOKENS at most).
+    clause: tuple[str, ...] = ()
 
 
 def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
@@ -439,6 +442,9 @@ def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
         if current is not None:
             current.after = after
             current.following = tuple(t.lower() for t in tokens[k : k + FOLLOWING_TOKENS])
+            rest = tokens[k : k + CLAUSE_TOKENS]
+            end = next((i for i, t in enumerate(rest) if t in _CLAUSE_END), len(rest))
+            current.clause = tuple(rest[:end])
             spans.append(current)
             # A lone capitalised word mid-sentence is a name wherever it appears;
             # a word of a longer name ("Finding Freedom") is not evidence for itself.
@@ -492,6 +498,9 @@ def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
 
 # Tokens after a span kept as evidence of its type ("Matt Patterson, he is …").
 FOLLOWING_TOKENS = 3
+# How far into its sentence a pronoun may take a name up ("Dana noticed; she wrote").
+CLAUSE_TOKENS = 12
+_CLAUSE_END = frozenset(".!?\n")
 # A creator's works: "Ed Sheeran's songs", or a quoted title ("Ed Sheeran's \"Perfect\"").
 _WORKS = _wordset(
     "song songs music album albums track tracks lyrics voice book books novel novels "
@@ -558,8 +567,68 @@ def _nickname(word: str, persons: set[str]) -> bool:
     )
 
 
-def _span_type(span: _Span, persons: set[str]) -> str:
-    """The type the evidence around the span supports, person evidence first."""
+# A name these follow is someone who speaks, writes or thinks: "Dana said …",
+# "Dana finally replied". (Not verbs an organisation does as often: "accepted", "signed".)
+_PERSON_VERBS = _wordset(
+    "said says asked asks told tells wrote writes replied replies texted emailed messaged "
+    "smiled laughed cried thinks thought believes believed feels felt noticed"
+)
+# A person's role in an apposition: "Dana Whitfield, their VP of Engineering".
+_PERSON_ROLES = _PERSON_BEFORE | _wordset(
+    "vp ceo cto cfo coo cmo founder co-founder cofounder director head lead president "
+    "chair engineer designer developer"
+)
+_DETERMINERS = _wordset("their her his our my your the a an")
+# A pronoun for a person taking up a name later in its clause. Not "she"/"he": a new
+# clause's subject may be anyone ("I love DIYs, and I know she does too").
+_TAKES_UP = _wordset("her his him herself himself")
+_CLAUSE_BREAKS = frozenset(",;:")
+
+
+def _person_in_context(span: _Span) -> bool:
+    """What follows the span says it is a person: a verb of speaking or thinking
+    right after it, a role in apposition, or a possessive or object pronoun later
+    in its clause with no other name in between ("invited Dana Whitfield and two of
+    her engineers")."""
+    if any(w.isupper() for w in span.words):
+        return False  # an acronym: "HR said", "sent HR his start date"
+    verb = span.following[0] if span.after.lower() in _ADVERBS and span.following else span.after
+    if verb.lower() in _PERSON_VERBS:
+        return True
+    if span.after == "," and len(span.following) >= 2:
+        determiner, role = span.following[:2]
+        if determiner in _DETERMINERS and role in _PERSON_ROLES:
+            return True
+    for i, token in enumerate((span.after, *span.clause)):
+        if not token or token in _CLAUSE_END or token in _CLAUSE_BREAKS or token == "'s":
+            return False
+        if token.lower() in _TAKES_UP:
+            # Right after the name it may be another's: "sent Ana his notes".
+            return i > 0
+        if _is_capitalised(token):
+            return False  # another name comes first: the pronoun may be its
+    return False
+
+
+# After a name, a part of a tool or product: "the Figma file", "a Slack channel".
+_PRODUCT_PARTS = _wordset(
+    "file files link links app apps account accounts doc docs board boards workspace "
+    "channel channels repo repos plugin plugins template templates dashboard dashboards "
+    "subscription extension"
+)
+# Before a name, using it: "we use Figma", "via Slack".
+_PRODUCT_USE = _wordset("use uses used using via install installed installing")
+
+
+def _used_as_product(span: _Span) -> bool:
+    return span.after.lower() in _PRODUCT_PARTS or span.before[1] in _PRODUCT_USE
+
+
+def _span_type(span: _Span, persons: set[str], products: AbstractSet[str] = frozenset()) -> str:
+    """The type the evidence around the span supports, person evidence first.
+
+    `products`: names (casefolded) used as a tool or product elsewhere in the
+    exchange; that outweighs a preposition ("comment in Figma") and a city's name."""
     name = " ".join(span.words)
     before2, before1 = span.before
     if name.casefold() in persons or span.words[0] in _PERSON_TITLES:
@@ -569,16 +638,20 @@ def _span_type(span: _Span, persons: set[str]) -> str:
     last = span.words[-1].casefold()
     if last in _ORG_SUFFIXES:
         return "org"
-    if last in _PLACE_SUFFIXES or is_place(name):
+    if last in _PLACE_SUFFIXES or is_region(name):
+        return "place"
+    if _used_as_product(span) or name.casefold() in products:
+        return "product"
+    if is_place(name):
         return "place"
     if before1 == "at" and before2 in _ORG_BEFORE_AT:
         return "org"  # "my job at Door Dash"
     if before1 == "by" and len(span.words) >= 2:
         return "person"  # a full name after "by": an author, an artist
+    if _creator_or_referred(span) or _person_in_context(span):
+        return "person"
     if before1 in _PLACE_BEFORE or (before1 == "to" and before2 in _PLACE_BEFORE_TO):
         return "place"
-    if _creator_or_referred(span):
-        return "person"
     # Someone addressed by name: "Hey Mel!", "Thanks, Jo."
     if len(span.words) == 1 and (
         before1 in _GREETINGS or (before1 == "," and span.after in ("!", "?", ".", ","))
@@ -605,9 +678,9 @@ def _shouted(word: str) -> bool:
     return sum(c.isalpha() for c in word) >= 2 and word.isupper()
 
 
-def _guess_type(name: str, persons: set[str]) -> str:
+def _guess_type(name: str, persons: set[str], products: AbstractSet[str] = frozenset()) -> str:
     words = name.split()
-    return _span_type(_Span(words, False, ("", "")), persons) if words else "other"
+    return _span_type(_Span(words, False, ("", "")), persons, products) if words else "other"
 
 
 class _KnownIndex:
@@ -836,6 +909,9 @@ class RulesExtractor:
             context.spans[turn.id] = spans
             context.mid_sentence |= mid
             context.heads.update(sp.words[0].casefold() for sp in spans if not sp.initial)
+            context.products.update(
+                " ".join(sp.words).casefold() for sp in spans if _used_as_product(sp)
+            )
         context.mid_sentence |= context.known.words
         return turns, context
 
@@ -895,6 +971,7 @@ class _Context:
     spans: dict[str, list[_Span]] = field(default_factory=dict)
     mid_sentence: set[str] = field(default_factory=set)
     heads: set[str] = field(default_factory=set)  # words that open a name mid-sentence
+    products: set[str] = field(default_factory=set)  # names used as a tool in the exchange
     # The last time expression seen in each turn, for its later statements.
     turn_time: dict[str, tuple[datetime, datetime]] = field(default_factory=dict)
 
@@ -998,8 +1075,8 @@ class _Context:
                 if not words or name not in text:
                     continue  # not a name, or in the other half of a split turn
                 if words is not span.words:
-                    span = _Span(words, False, ("", ""), span.after, span.following)
-                kind = _span_type(span, self.persons)
+                    span = _Span(words, False, ("", ""), span.after, span.following, span.clause)
+                kind = _span_type(span, self.persons, self.products)
                 if kind == "other" and (
                     (asked_who and index == len(piece.segments) - 1)
                     # A name listed with a person is one: "Bach and Mozart".
@@ -1010,7 +1087,7 @@ class _Context:
                     person_ends.add(words[-1].casefold())
                 mentions.append(EntityMention(name, kind))
             for name in self.known.find(text):
-                mentions.append(EntityMention(name, _guess_type(name, self.persons)))
+                mentions.append(EntityMention(name, _guess_type(name, self.persons, self.products)))
         return _unique(mentions)
 
     def _name_words(self, span: _Span) -> list[str]:
