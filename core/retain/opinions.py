@@ -193,6 +193,15 @@ _NO_TOPIC = wordset(
     monday tuesday wednesday thursday friday saturday sunday weekend weekends
     today yesterday tomorrow tonight morning evening night week weeks month months
     year years last next recently lately ago since before after during until
+    must might such quite pretty kinda
+    """
+)
+# Judgments that are not cue words of polarity: what is said of a thing, not which
+# thing ("That looks delicious!" and "Wow, sounds delicious!" judge two dishes).
+_JUDGMENTS = wordset(
+    """
+    delicious cool incredible interesting lovely gorgeous stunning special powerful
+    peaceful magical cute sweet tough hard rough crazy wild
     """
 )
 # What the holder says later bears on an opinion when the two share this many topic
@@ -201,6 +210,10 @@ _NO_TOPIC = wordset(
 # not the same subject.
 TOPIC_MIN_SHARED = 3
 TOPIC_MIN_COVER = 0.5
+# Fewer shared topic words than this are a coincidence of two reactions ("Like in
+# sports, the win feels great" and "how sports can unite people"), unless the two
+# share an entity or are near restatements of each other.
+TOPIC_MIN_WORDS = 2
 
 
 def _topic(text: str) -> set[str]:
@@ -216,6 +229,7 @@ def _topic(text: str) -> set[str]:
         and w not in _NEGATIVE
         and w not in _NEGATIONS
         and w not in _HEDGES
+        and w not in _JUDGMENTS
     }
 
 
@@ -243,11 +257,13 @@ def shares_topic(
     *,
     participants: frozenset[str] = frozenset(),
     strict: bool = True,
+    one_word: bool = False,
 ) -> bool:
-    """Evidence and opinion are about the same subject. `strict`: they share
-    TOPIC_MIN_SHARED topic words, or enough to be TOPIC_MIN_COVER of the shorter
-    one's ("Oscar", "pottery"); otherwise one shared topic word will do (for
-    evidence the embedding already finds very close). The names of the people
+    """Evidence and opinion are about the same subject. They share TOPIC_MIN_WORDS
+    topic words (or all of one's, "Nate loves turtles"), or one when `one_word` (they
+    share an entity, or the embedding finds them near restatements); `strict`:
+    TOPIC_MIN_SHARED, or enough to be
+    TOPIC_MIN_COVER of the shorter one's ("Oscar", "pottery"). The names of the people
     talking (the opinion's `holders` and the other `participants`, casefolded),
     in everything they say or hear, do not count; and a judgment of the
     listener's things ("your painting", "Mel's painting") is not about the same
@@ -259,8 +275,11 @@ def shares_topic(
     names = {w[:5] for h in holders for w in _words(h)}
     ours, theirs = _topic(evidence) - names, _topic(opinion) - names
     shared = ours & theirs
-    if not shared or not strict:
-        return bool(shared)
+    needed = 1 if one_word else min(TOPIC_MIN_WORDS, len(ours), len(theirs))
+    if not shared or len(shared) < needed:
+        return False
+    if not strict:
+        return True
     return len(shared) >= TOPIC_MIN_SHARED or len(shared) >= TOPIC_MIN_COVER * min(
         len(ours), len(theirs)
     )
@@ -320,7 +339,9 @@ def assess_rules(
             or (not shared_entity and similarity < RULES_STRONG_SIMILARITY)
         )
     ):
-        if not shares_topic(evidence, opinion, holders, participants=participants):
+        if not shares_topic(
+            evidence, opinion, holders, participants=participants, one_word=shared_entity
+        ):
             # "Good to talk to you again" says nothing about "helping out is great":
             # sentiment alone is everywhere in small talk.
             return Assessment(Relation.NEUTRAL, f"{sim}, same holder, no word of the topic")
@@ -338,7 +359,10 @@ def assess_rules(
         not shared_entity and similarity < RULES_STRONG_SIMILARITY
     ):
         return Assessment(Relation.NEUTRAL, f"{sim}, too far apart")
-    if not shares_topic(evidence, opinion, holders, participants=participants, strict=False):
+    near = shared_entity or similarity >= RULES_STRONG_SIMILARITY
+    if not shares_topic(
+        evidence, opinion, holders, participants=participants, strict=False, one_word=near
+    ):
         # "Wow, Mel, you're amazing!" and "Yeah Mel, stoked!" are close in form only.
         return Assessment(Relation.NEUTRAL, f"{sim}, no word of the topic")
     reversal = _reversal(evidence)
