@@ -201,7 +201,8 @@ _NO_TOPIC = wordset(
 _JUDGMENTS = wordset(
     """
     delicious cool incredible interesting lovely gorgeous stunning special powerful
-    peaceful magical cute sweet tough hard rough crazy wild
+    peaceful magical cute sweet tough hard rough crazy wild relaxing calming soothing
+    therapeutic healing meaningful challenging tiring exhausting scary precious
     """
 )
 # What the holder says later bears on an opinion when the two share this many topic

@@ -266,9 +266,28 @@ _HEDGES: tuple[tuple[re.Pattern[str], float], ...] = (
 )
 
 
+# The listener, or something of theirs, as the subject of a clause: "Your drawings
+# look amazing", "Wow, you're awesome" (not "When you're tired, running is hard").
+_LISTENER_SUBJECT = re.compile(
+    r"(?:^|[,;:!.—–-])\s*you(?:r\s+(?:(?!(?:and|but|or|is|are|was|were|because|when|while"
+    r"|that|it)\b)[\w'’-]+\s+){0,6}?)?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _compliment(text: str) -> bool:
+    """Every evaluation in `text` judges the listener or their things: a compliment
+    tends the conversation; it is no belief of the speaker's about the world."""
+    found = list(_EVALUATIVE.finditer(text))
+    return bool(found) and all(_LISTENER_SUBJECT.search(text[: m.start()]) for m in found)
+
+
 def opinion_confidence(text: str) -> float | None:
-    """None when `text` states no belief or preference; else its confidence from hedging."""
-    if not _OPINION_CUES.search(text) and not _EVALUATIVE.search(text):
+    """None when `text` states no belief or preference (a compliment to the listener
+    is none); else its confidence from hedging."""
+    if _OPINION_CUES.search(text):
+        pass
+    elif not _EVALUATIVE.search(text) or _compliment(text):
         return None
     levels = [level for pattern, level in _HEDGES if pattern.search(text)]
     return min(levels) if levels else PLAIN_OPINION_CONFIDENCE

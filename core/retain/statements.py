@@ -138,6 +138,12 @@ def is_filler(sentence: str, names: frozenset[str] = frozenset()) -> bool:
 # thank, praise or encourage the listener. Matched on casefolded text with plain
 # apostrophes. Each stops where content could begin, so what follows it is judged
 # by the filler test.
+# A person's qualities, praised to their face ("your courage is inspiring").
+_TRAITS = (
+    r"(?:courage|bravery|strength|resilience|determination|dedication|passion|positivity"
+    r"|attitude|spirit|energy|kindness|talent|creativity|journey|story|growth|progress"
+    r"|commitment|perseverance|honesty|openness)"
+)
 _INTENSIFIER = r"(?:(?:so|really|very|super|such|truly|always|just|totally|absolutely|a|the)\s+)*"
 _PHATIC = re.compile(
     "|".join(
@@ -167,6 +173,14 @@ _PHATIC = re.compile(
             r"|sweet|kind|wonderful|star|legend|gem|angel|lifesaver|(?:good|great|true|real)\s+friend)"
             r"\b",
             r"\byou\s+rock\b",
+            # praising the listener's person: how they are, not what they did
+            r"\byou(?:'re|\s+are|\s+were)\s+" + _INTENSIFIER + r"(?:brave|strong|inspiring"
+            r"|inspirational|talented|resilient|courageous|incredible|admirable|an\s+inspiration"
+            r"|a\s+role\s+model)(?:\s+(?:for|to)\s+(?:share|sharing|open(?:ing)?\s+up)(?:\s+(?:that|this|it))?)?\b",
+            r"\byour\s+" + _TRAITS + r"(?:\s+(?:and|&)\s+" + _TRAITS + r")?[^.!?]{0,40}?\s+"
+            r"(?:is|are|was|were|has\s+been)\s+" + _INTENSIFIER + r"(?:inspiring|amazing|incredible"
+            r"|awesome|admirable|impressive|remarkable|wonderful|great|an\s+inspiration)\b",
+            r"\byou\s+should\s+(?:be\s+)?" + _INTENSIFIER + r"(?:be\s+)?proud\s+of\s+yourself\b",
             r"\b(?:that|this|it|your\s+(?:\w+\s+){0,3}?(?:support|words|encouragement|friendship"
             r"|help|kindness|advice|message|care))\s+(?:really\s+|truly\s+|just\s+)?means?\s+"
             r"(?:a\s+lot|so\s+much|the\s+world|a\s+ton)(?:\s+to\s+me)?",
