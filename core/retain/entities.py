@@ -19,6 +19,10 @@ entities and those created earlier in the same document:
    With the default weights a name alone (0.6) never reaches the threshold
    (0.75): a fuzzy merge needs the context to agree.
 
+A later mention that says more precisely what an entity is changes its type: a
+vague type ("other", "concept") gives way to a specific one, and a place to a
+product (`REFINEMENTS`: "in Figma" then "the Figma file"), within a document too.
+
 Every distinct surface of a document gets one decision row with its scores
 (`entity_decisions`), whether it merged or became a new entity. Within one
 document a surface form always maps to the same entity.
@@ -43,6 +47,10 @@ from core.types import EngramError, Entity, UnitStatus, new_id
 
 SPECIFIC_TYPES = frozenset({"person", "org", "place", "product"})
 ENTITY_TYPES = ("person", "org", "place", "product", "concept", "other")
+# (type held, type of a new mention) where the mention wins: a name typed a place
+# from a preposition ("comment in Figma") that a later mention shows used as a
+# tool ("the Figma file") is a product, whichever came first.
+REFINEMENTS = frozenset({("place", "product")})
 MAX_SURFACE_CHARS = 100
 # How many fuzzy candidates are scored in full per surface.
 CANDIDATES = 12
@@ -287,6 +295,7 @@ class EntityResolver:
         key = fold(surface)
         cached = self._cache.get((key, type_)) or self._cache.get((key, "*"))
         if cached is not None:
+            self._retype(self._candidates[cached], type_)
             return cached
         ctx = {fold(c) for c in context} - {key, ""}
         entity_id = self._exact(surface, key, type_, ctx, when)
@@ -383,12 +392,17 @@ class EntityResolver:
                 candidate.aliases.append(surface)
             self._index_name(candidate, surface)
             candidate.changed = True
-        if candidate.type not in SPECIFIC_TYPES and type_ in SPECIFIC_TYPES:
-            candidate.type = type_
-            candidate.changed = True
+        self._retype(candidate, type_)
         candidate.neighbours |= ctx
         if when:
             candidate.times = sorted({*candidate.times, *when})
+
+    def _retype(self, candidate: _Candidate, type_: str) -> None:
+        """A mention that says more precisely what the entity is changes its type."""
+        vaguer = candidate.type not in SPECIFIC_TYPES and type_ in SPECIFIC_TYPES
+        if vaguer or (candidate.type, type_) in REFINEMENTS:
+            candidate.type = type_
+            candidate.changed = True
 
     def _decide(
         self,

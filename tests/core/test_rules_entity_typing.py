@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from core.retain.entities import EntityResolver, ResolverSettings
 from core.retain.extract import Exchange
 from core.retain.rules import RulesExtractor
-from core.types import Turn
+from core.store.bank_store import utcnow
+from core.types import Document, Turn
 
 SESSION = datetime(2024, 3, 4, 9, 30)
 
@@ -70,3 +72,32 @@ def test_a_place_stays_a_place() -> None:
     assert got["Brightwater Lake"] == "place"
     # A preposition alone still says place when nothing says tool.
     assert typed(("Wren", "We spent a week in Vellmora with friends."))["Vellmora"] == "place"
+
+
+def test_a_place_shown_later_to_be_a_tool_becomes_a_product(bank) -> None:
+    """Whichever mention came first: across documents, and within one (the resolver's
+    cache of a surface)."""
+    first = Document(
+        id="",
+        title="april",
+        turns=(Turn("a0", "Wren", "Leave your comments in Quillboard tonight.", SESSION, "s1", 0),),
+    )
+    bank.ingest(first, mode="rules")
+    assert {e.name: e.type for e in bank.entities()}["Quillboard"] == "place"
+    later = Document(
+        id="",
+        title="may",
+        turns=(Turn("b0", "Tam", "I shared the Quillboard file with the team.", SESSION, "s1", 0),),
+    )
+    bank.ingest(later, mode="rules")
+    types = {e.name: e.type for e in bank.entities()}
+    assert types["Quillboard"] == "product"
+    assert types["Wren"] == types["Tam"] == "person"
+    resolver = EntityResolver(
+        bank.store.reader(), ResolverSettings.from_config(bank.config), now=utcnow()
+    )
+    slate = resolver.resolve("Slatewise", "place", (), [SESSION])
+    assert resolver.resolve("Slatewise", "product", (), [SESSION]) == slate
+    with bank.store.transaction() as tx:
+        resolver.write(tx.con)
+    assert {e.name: e.type for e in bank.entities()}["Slatewise"] == "product"
