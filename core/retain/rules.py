@@ -275,11 +275,22 @@ _LISTENER_SUBJECT = re.compile(
 )
 
 
+# …or what the evaluation is about, after it: "It's great that you're helping out",
+# "so cool to see how you've grown".
+_LISTENER_COMPLEMENT = re.compile(
+    r"\s*(?:that|how|when|to\s+(?:see|hear|know|watch)(?:\s+(?:that|how))?)\s+(?:you|your)\b",
+    re.IGNORECASE,
+)
+
+
 def _compliment(text: str) -> bool:
     """Every evaluation in `text` judges the listener or their things: a compliment
     tends the conversation; it is no belief of the speaker's about the world."""
     found = list(_EVALUATIVE.finditer(text))
-    return bool(found) and all(_LISTENER_SUBJECT.search(text[: m.start()]) for m in found)
+    return bool(found) and all(
+        _LISTENER_SUBJECT.search(text[: m.start()]) or _LISTENER_COMPLEMENT.match(text, m.end())
+        for m in found
+    )
 
 
 def opinion_confidence(text: str) -> float | None:

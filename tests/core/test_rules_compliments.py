@@ -40,11 +40,14 @@ def test_praise_of_the_listeners_person_is_phatic() -> None:
 def test_a_compliment_on_the_listeners_things_is_a_fact_not_an_opinion() -> None:
     assert opinion_confidence("Your drawings look amazing!") is None
     assert opinion_confidence("Wow, your garden looks so lovely.") is None
+    assert opinion_confidence("It's great that you're helping out at the shelter.") is None
+    assert opinion_confidence("So cool to see how you've grown as a painter!") is None
     # The speaker's own judgments still are opinions, and so is generic "you".
     assert opinion_confidence("The concert was amazing.") is not None
     assert opinion_confidence("I think your painting is beautiful.") is not None
     assert opinion_confidence("When you're tired, running is hard.") is not None
     assert opinion_confidence("Your trip sounds fun and the museum was awesome.") is not None
+    assert opinion_confidence("It's great to find something you enjoy doing.") is not None
 
 
 def test_rules_extraction_stores_no_compliment_as_an_opinion() -> None:
