@@ -193,9 +193,11 @@ _NO_TOPIC = wordset(
     monday tuesday wednesday thursday friday saturday sunday weekend weekends
     today yesterday tomorrow tonight morning evening night week weeks month months
     year years last next recently lately ago since before after during until
-    must might such quite pretty kinda
+    must might such quite pretty kinda feeling feelings experience experiences moment
+    moments
     """
 )
+_DEMONSTRATIVES = wordset("that this these those")
 # Judgments that are not cue words of polarity: what is said of a thing, not which
 # thing ("That looks delicious!" and "Wow, sounds delicious!" judge two dishes).
 _JUDGMENTS = wordset(
@@ -220,11 +222,15 @@ TOPIC_MIN_WORDS = 2
 def _topic(text: str) -> set[str]:
     """The words of a text that can carry its topic, cut to their first five letters
     (a crude stem: "adopt", "adopted", "adoption" meet)."""
-    bases = (w.split("'")[0] for w in _words(text))  # "they're" -> "they", "Mel's" -> "mel"
+    words = _words(text)
+    bases = [w.split("'")[0] for w in words]  # "they're" -> "they", "Mel's" -> "mel"
     return {
         w[:5]
-        for w in bases
+        for i, w in enumerate(bases)
         if len(w) >= 4
+        # "that movie", "this sunset": a thing pointed at in the chat, not a subject
+        # two reactions share by its word ("that movie is awesome", "writing a movie").
+        and (i == 0 or words[i - 1] not in _DEMONSTRATIVES)
         and w not in _NO_TOPIC
         and w not in _POSITIVE
         and w not in _NEGATIVE
@@ -261,7 +267,7 @@ def shares_topic(
     one_word: bool = False,
 ) -> bool:
     """Evidence and opinion are about the same subject. They share TOPIC_MIN_WORDS
-    topic words (or all of one's, "Nate loves turtles"), or one when `one_word` (they
+    topic words (or all of the opinion's, "Nate loves turtles"), or one when `one_word` (they
     share an entity, or the embedding finds them near restatements); `strict`:
     TOPIC_MIN_SHARED, or enough to be
     TOPIC_MIN_COVER of the shorter one's ("Oscar", "pottery"). The names of the people
@@ -276,7 +282,9 @@ def shares_topic(
     names = {w[:5] for h in holders for w in _words(h)}
     ours, theirs = _topic(evidence) - names, _topic(opinion) - names
     shared = ours & theirs
-    needed = 1 if one_word else min(TOPIC_MIN_WORDS, len(ours), len(theirs))
+    # A short opinion's whole topic is enough ("Nate loves turtles"); a short reaction
+    # ("Nice work!") is not evidence about a longer opinion by its one word.
+    needed = 1 if one_word else min(TOPIC_MIN_WORDS, len(theirs))
     if not shared or len(shared) < needed:
         return False
     if not strict:

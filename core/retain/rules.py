@@ -229,6 +229,7 @@ _OPINION_CUES = re.compile(
     r"|\bin\s+my\s+(?:opinion|view)\b|\bmy\s+favou?rite\b",
     re.IGNORECASE,
 )
+_PREFERENCES = ("love", "loves", "loved", "adore", "adores")
 # An evaluation: something is judged good or bad ("the event was awesome", "it's
 # so hard", "that sounds boring"). Intensifiers may come between.
 _EVALUATIVE = re.compile(
@@ -269,7 +270,7 @@ _HEDGES: tuple[tuple[re.Pattern[str], float], ...] = (
 # The listener, or something of theirs, as the subject of a clause: "Your drawings
 # look amazing", "Wow, you're awesome" (not "When you're tired, running is hard").
 _LISTENER_SUBJECT = re.compile(
-    r"(?:^|[,;:!.—–-])\s*you(?:r\s+(?:(?!(?:and|but|or|is|are|was|were|because|when|while"
+    r"(?:^|[,;:!.—–-])\s*(?:\w+ing\s+)?you(?:r\s+(?:(?!(?:and|but|or|is|are|was|were|because|when|while"
     r"|that|it)\b)[\w'’-]+\s+){0,6}?)?\s*$",
     re.IGNORECASE,
 )
@@ -293,10 +294,25 @@ def _compliment(text: str) -> bool:
     )
 
 
+# A preference for the listener's things: "Love your creations!", "I love how you…".
+_LISTENER_OBJECT = re.compile(r"\s+(?:how\s+|that\s+|seeing\s+)?(?:you|your)\b", re.IGNORECASE)
+
+
+def _stated_belief(text: str) -> bool:
+    """A belief or preference cue that is not a compliment to the listener."""
+    return any(
+        not (
+            m.group(0).strip().lower().endswith(_PREFERENCES)
+            and _LISTENER_OBJECT.match(text, m.end())
+        )
+        for m in _OPINION_CUES.finditer(text)
+    )
+
+
 def opinion_confidence(text: str) -> float | None:
     """None when `text` states no belief or preference (a compliment to the listener
     is none); else its confidence from hedging."""
-    if _OPINION_CUES.search(text):
+    if _stated_belief(text):
         pass
     elif not _EVALUATIVE.search(text) or _compliment(text):
         return None

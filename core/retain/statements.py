@@ -154,6 +154,7 @@ _PHATIC = re.compile(
             r"\bhave\s+an?\s+(?:\w+\s+)?(?:day|night|weekend|week|evening|time|one)\b",
             r"\btake\s+(?:care|it\s+easy)\b(?:\s+of\s+yourself)?",
             r"\b(?:talk|speak|chat)\s+(?:(?:to|with)\s+you\s+)?(?:soon|later)\b",
+            r"\bkeep(?:ing)?\s+(?:you|me)\s+(?:posted|updated)(?:\s+on\s+(?:it|that|them))?\b",
             r"\b(?:see|catch)\s+(?:you|ya)(?:\s+(?:soon|later|around|then|next\s+time))?\b",
             r"\b(?:until\s+next\s+time|long\s+time\s+no\s+(?:see|talk))\b",
             # judging the chat itself

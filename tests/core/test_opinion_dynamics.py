@@ -93,7 +93,8 @@ def test_a_shared_date_or_name_is_not_a_shared_subject() -> None:
 
 def test_the_listeners_things_are_not_the_speakers_own() -> None:
     holder = frozenset({"caroline"})
-    opinion = "Caroline said: Wow Mel, that painting's amazing! (15 July 2023)"
+    # (Not "that painting": a thing pointed at in the chat is no shared subject.)
+    opinion = "Caroline said: Wow Mel, your paintings are amazing! (15 July 2023)"
     own = "Caroline loves painting, it is so calming (14 August 2023)."
     theirs = "Caroline said: Mel, your new painting is amazing too (14 August 2023)."
     assert not shares_topic(own, opinion, holder, participants=PEOPLE)

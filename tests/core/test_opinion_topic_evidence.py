@@ -30,6 +30,13 @@ def test_reactions_sharing_one_word_do_not_move_an_opinion() -> None:
     opinion = "Oriel said: Relaxing with them is a great way to chill (8 March 2022)."
     evidence = "Oriel said: They look tired from the walk, so they're relaxing in the tank."
     assert relation(evidence, opinion, 0.68) is Relation.NEUTRAL
+    # A short reaction is no evidence about a longer opinion by its one word.
+    opinion = "Oriel said: Presenting can be tough, but awesome work! (31 August 2023)"
+    assert relation("Oriel said: Nice work! (16 November 2023)", opinion, 0.79) is Relation.NEUTRAL
+    # "That movie" is a thing pointed at in the chat: another movie is another thing.
+    opinion = "Oriel said: Yep, that movie is awesome (21 January 2022)."
+    evidence = "Oriel is writing another movie script! It's a love story (7 November 2022)."
+    assert relation(evidence, opinion, 0.7) is Relation.NEUTRAL
 
 
 def test_real_evidence_still_moves_an_opinion() -> None:
