@@ -270,7 +270,7 @@ _HEDGES: tuple[tuple[re.Pattern[str], float], ...] = (
 # The listener, or something of theirs, as the subject of a clause: "Your drawings
 # look amazing", "Wow, you're awesome" (not "When you're tired, running is hard").
 _LISTENER_SUBJECT = re.compile(
-    r"(?:^|[,;:!.—–-])\s*(?:\w+ing\s+)?you(?:r\s+(?:(?!(?:and|but|or|is|are|was|were|because|when|while"
+    r"(?:^|[,;:!.—–-])\s*(?:\w+ing\s+)?you(?:\s+(?:both|all|two|guys))?(?:r\s+(?:(?!(?:and|but|or|is|are|was|were|because|when|while"
     r"|that|it)\b)[\w'’-]+\s+){0,6}?)?\s*$",
     re.IGNORECASE,
 )

@@ -44,6 +44,7 @@ def test_a_compliment_on_the_listeners_things_is_a_fact_not_an_opinion() -> None
     assert opinion_confidence("So cool to see how you've grown as a painter!") is None
     assert opinion_confidence("Supporting your dreams is awesome!") is None
     assert opinion_confidence("Love your creations!") is None
+    assert opinion_confidence("You both looked so great on your wedding day!") is None
     assert opinion_confidence("I love painting landscapes.") is not None
     # The speaker's own judgments still are opinions, and so is generic "you".
     assert opinion_confidence("The concert was amazing.") is not None
