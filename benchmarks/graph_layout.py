@@ -16,7 +16,7 @@ existed; "grid" is `force_layout(graph)`. Quality, for each (lower is better):
 - `crowded`: share of nodes whose nearest other node is nearer than a quarter
   of the even spacing √(area / n) — overlapping discs.
 
-    .venv/bin/python benchmarks/graph_layout.py [--only 3k] [--json out.json]
+    .venv/bin/python benchmarks/graph_layout.py [--only 3k] [--json out.json] [--render DIR]
 """
 
 from __future__ import annotations
@@ -26,35 +26,43 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from app.graph.entitymap import strongest_pairs  # noqa: E402
+from app.graph.entitymap import EntityMap  # noqa: E402
+from app.graph.entitymap import build as build_entity_map  # noqa: E402
 from app.graph.layout import force_layout  # noqa: E402
 from app.graph.model import GraphData  # noqa: E402
 from benchmarks.graph_fps import random_graph  # noqa: E402
+from core import Entity  # noqa: E402
 
 
-def entity_map_graph(entities: int = 3000, facts: int = 12000, seed: int = 11) -> GraphData:
-    """Co-mentions as a real bank has them: a few popular entities, a long tail."""
+def entity_map(entities: int = 3000, facts: int = 12000, seed: int = 11) -> EntityMap:
+    """An entity map as app/graph/entitymap.py builds it from a bank whose facts
+    mention 2–4 entities each: a few popular entities, a long tail."""
     rng = np.random.default_rng(seed)
     popularity = 1.0 / np.arange(1, entities + 1) ** 0.8
     popularity /= popularity.sum()
     counts: dict[tuple[int, int], int] = {}
+    mentions = np.zeros(entities, dtype=np.int64)
     for _ in range(facts):
         mentioned = np.unique(rng.choice(entities, size=int(rng.integers(2, 5)), p=popularity))
+        mentions[mentioned] += 1
         for i, a in enumerate(mentioned.tolist()):
             for b in mentioned[i + 1 :].tolist():
                 counts[(a, b)] = counts.get((a, b), 0) + 1
-    ids = [f"entity-{i:05d}" for i in range(entities)]
-    kept = strongest_pairs([(ids[a], ids[b], n) for (a, b), n in counts.items()])
-    top = max(n for _a, _b, n in kept)
-    return GraphData.build(
-        [(u, "world") for u in ids], [(a, b, "entity", n / top) for a, b, n in kept]
-    )
+    kinds = ("person", "place", "project", "organisation", "other")
+    people = [
+        Entity(f"entity-{i:05d}", f"name {i}", kinds[i % len(kinds)], mention_count=int(m))
+        for i, m in enumerate(mentions.tolist())
+    ]
+    pairs = [(people[a].id, people[b].id, n) for (a, b), n in counts.items()]
+    return build_entity_map(people, pairs)
 
 
 def edge_ratio(graph: GraphData, pos: np.ndarray, samples: int = 200_000) -> float:
@@ -78,8 +86,9 @@ def crowded(pos: np.ndarray, block: int = 1024) -> float:
     return float((nearest < 0.25 * spacing).mean())
 
 
-def measure(name: str, graph: GraphData) -> dict:
+def measure(name: str, graph: GraphData) -> tuple[dict, dict[str, np.ndarray]]:
     row: dict = {"graph": name, "nodes": graph.node_count, "edges": graph.edge_count}
+    laid: dict[str, np.ndarray] = {}
     for label, limit in (("exact", sys.maxsize), ("grid", None)):
         t0, c0 = time.perf_counter(), time.process_time()
         pos = force_layout(graph) if limit is None else force_layout(graph, exact_limit=limit)
@@ -88,19 +97,50 @@ def measure(name: str, graph: GraphData) -> dict:
         row[f"{label}_cpu_s"] = round(time.process_time() - c0, 2)
         row[f"{label}_edge_ratio"] = round(edge_ratio(graph, pos), 4)
         row[f"{label}_crowded"] = round(crowded(pos), 4)
-        if label == "exact":
-            exact = pos
-        else:
-            row["identical"] = bool(np.array_equal(pos, exact))
+        laid[label] = pos
+    row["identical"] = bool(np.array_equal(laid["exact"], laid["grid"]))
     row["speedup"] = round(row["exact_s"] / max(row["grid_s"], 1e-9), 1)
     row["speedup_cpu"] = round(row["exact_cpu_s"] / max(row["grid_cpu_s"], 1e-9), 1)
     print(json.dumps(row), flush=True)
-    return row
+    return row, laid
 
 
-GRAPHS = {
+def render(
+    folder: Path, key: str, made: GraphData | EntityMap, laid: dict[str, np.ndarray]
+) -> None:
+    """Each layout drawn as the studio draws it, 1440×900: the entity map's view
+    for the entity map, the graph widget for the others."""
+    import os
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from app.graph.entity_pane import EntityMapView
+    from app.graph.widget import GraphWidget
+
+    app = QApplication.instance() or QApplication([])
+    folder.mkdir(parents=True, exist_ok=True)
+    for label, pos in laid.items():
+        if isinstance(made, EntityMap):
+            widget = EntityMapView()
+            widget.resize(1440, 900)
+            widget.show()
+            widget.set_map(replace(made, positions=pos))
+        else:
+            widget = GraphWidget()
+            widget.resize(1440, 900)
+            widget.show()
+            widget.show_graph(made, positions=pos)
+        app.processEvents()
+        widget.grab().save(str(folder / f"layout-{key}-{label}.png"))
+        widget.close()
+        widget.deleteLater()
+        app.processEvents()
+
+
+GRAPHS: dict[str, tuple[str, Callable[[], GraphData | EntityMap]]] = {
     "1k": ("random 1k/5k", lambda: random_graph(1000, 5000)),
-    "3k": ("entity map 3k", entity_map_graph),
+    "3k": ("entity map 3k", entity_map),
     "10k": ("random 10k/50k", lambda: random_graph(10_000, 50_000)),
 }
 
@@ -109,8 +149,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=sorted(GRAPHS), action="append")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--render", type=Path, help="also draw each layout to PNG in this folder")
     args = parser.parse_args()
-    rows = [measure(*GRAPHS[key][:1], GRAPHS[key][1]()) for key in args.only or GRAPHS]
+    rows = []
+    for key in args.only or GRAPHS:
+        name, make = GRAPHS[key]
+        made = make()
+        graph = made.graph if isinstance(made, EntityMap) else made
+        row, laid = measure(name, graph)
+        rows.append(row)
+        if args.render:
+            render(args.render, key, made, laid)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0

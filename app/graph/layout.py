@@ -34,7 +34,7 @@ ASPECT = 1.6  # width : height the packed components aim for (a landscape pane)
 GAP = 0.35  # between packed components, in units of a single node's disc
 # Largest component with exact all-pairs repulsion: up to here a layout takes
 # seconds and every picture stays what it always was; beyond, the grid.
-EXACT_LIMIT = 1500
+EXACT_LIMIT = 1000
 
 
 def seed_positions(ids: tuple[str, ...] | list[str], seed: int = 0) -> np.ndarray:
