@@ -4,9 +4,9 @@ For each graph both layouts run in this one process, so the ratio holds under
 whatever else the machine is doing:
 
 - `random 1k/5k`, `random 10k/50k`: benchmarks/graph_fps.py's random graphs;
-- `entity map 3k`: an entity-map-like graph — 3,000 entities, facts that
-  mention 2–4 of them with a skewed popularity, co-mentions cut to each
-  entity's strongest as app/graph/entitymap.py does.
+- `entity map 3k`: an entity map built by app/graph/entitymap.py from
+  3,000 entities in topics of 30 and 12,000 facts that mention 2–4 of them
+  (see `entity_map`).
 
 "exact" is `force_layout(graph, exact_limit=∞)`, the layout before the grid
 existed; "grid" is `force_layout(graph)`. Quality, for each (lower is better):
@@ -44,14 +44,24 @@ from core import Entity  # noqa: E402
 
 def entity_map(entities: int = 3000, facts: int = 12000, seed: int = 11) -> EntityMap:
     """An entity map as app/graph/entitymap.py builds it from a bank whose facts
-    mention 2–4 entities each: a few popular entities, a long tail."""
+    mention 2–4 entities each. Entities belong to topics of about 30 (a project,
+    a trip, a team); a fact mentions entities of one topic, now and then one of
+    the few everybody mentions. Within a topic and overall, popularity is skewed."""
     rng = np.random.default_rng(seed)
-    popularity = 1.0 / np.arange(1, entities + 1) ** 0.8
-    popularity /= popularity.sum()
+    topic_size = 30
+    topics = entities // topic_size
+    within = 1.0 / np.arange(1, topic_size + 1) ** 0.8
+    within /= within.sum()
+    famous = 12  # the user, the assistant, the company…
     counts: dict[tuple[int, int], int] = {}
     mentions = np.zeros(entities, dtype=np.int64)
     for _ in range(facts):
-        mentioned = np.unique(rng.choice(entities, size=int(rng.integers(2, 5)), p=popularity))
+        topic = int(rng.integers(0, topics))
+        size = int(rng.integers(2, 5))
+        picked = topic * topic_size + rng.choice(topic_size, size=size, p=within)
+        if rng.random() < 0.2:
+            picked[0] = rng.integers(0, famous)
+        mentioned = np.unique(picked)
         mentions[mentioned] += 1
         for i, a in enumerate(mentioned.tolist()):
             for b in mentioned[i + 1 :].tolist():
