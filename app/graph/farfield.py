@@ -29,6 +29,7 @@ MAX_DEPTH = 10  # finest grid 1024 × 1024: the per-level arrays stay a few MB
 PAIR_CHUNK = 1 << 21  # near pairs handled at once: bounds memory in a dense clump
 FLOOR = 1e-9  # smallest squared distance, as in the exact sum
 PAD = 3  # the farthest interaction-list cell is 3 cells away
+EMPTY = 1e30  # where an empty cell's centre of mass is put: far from every node
 
 
 def _near_offsets() -> np.ndarray:
@@ -91,25 +92,29 @@ def grid_repulsion(pos: np.ndarray, k2: float, leaf: int = LEAF) -> np.ndarray:
 
 
 def _add_far(disp: np.ndarray, pos: np.ndarray, cell: np.ndarray, side: int, k2: float) -> None:
-    """Add the push of each node's interaction list at one level (`cell` at that level)."""
+    """Add the push of each node's interaction list at one level (`cell` at that level).
+
+    In complex numbers, (p − c)/|p − c|² is 1/conj(p − c): one division per
+    term instead of a dozen passes over the x and y parts."""
     # Cells are keyed on a grid padded by 3 on every side: an offset that falls
-    # off the grid lands on an empty cell (mass 0) instead of needing a mask.
+    # off the grid lands on an empty cell instead of needing a mask.
     padded = side + 2 * PAD
     key = (cell[:, 0] + PAD) * padded + (cell[:, 1] + PAD)
     mass = np.bincount(key, minlength=padded * padded).astype(np.float64)
-    safe = np.maximum(mass, 1.0)
-    table = np.empty((padded * padded, 3))
-    table[:, 0] = np.bincount(key, weights=pos[:, 0], minlength=padded * padded) / safe
-    table[:, 1] = np.bincount(key, weights=pos[:, 1], minlength=padded * padded) / safe
-    table[:, 2] = mass * k2
+    full = mass > 0
+    sum_x = np.bincount(key, weights=pos[:, 0], minlength=padded * padded)
+    sum_y = np.bincount(key, weights=pos[:, 1], minlength=padded * padded)
+    # conj(centre of mass); an empty cell sits far away, so its zero mass adds exactly 0.
+    centre = np.full(padded * padded, EMPTY, dtype=np.complex128)
+    centre[full] = (sum_x[full] - 1j * sum_y[full]) / mass[full]
+    weight = mass * k2
     parity = (cell[:, 0] & 1) * 2 + (cell[:, 1] & 1)
     shift = INTERACTION[..., 0] * padded + INTERACTION[..., 1]  # 4 × 27 key offsets
-    far = table[key[:, None] + shift[parity]]  # n × 27 × (x, y, k²·mass)
-    dx = pos[:, 0, None] - far[..., 0]
-    dy = pos[:, 1, None] - far[..., 1]
-    push = far[..., 2] / np.maximum(dx * dx + dy * dy, FLOOR)
-    disp[:, 0] += (dx * push).sum(axis=1)
-    disp[:, 1] += (dy * push).sum(axis=1)
+    far = key[:, None] + shift[parity]  # n × 27 cell keys
+    node = pos[:, 0] - 1j * pos[:, 1]
+    push = (weight.take(far) / (node[:, None] - centre.take(far))).sum(axis=1)
+    disp[:, 0] += push.real
+    disp[:, 1] += push.imag
 
 
 def _near(pos: np.ndarray, cell: np.ndarray, side: int, k2: float) -> np.ndarray:
