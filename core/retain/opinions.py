@@ -240,6 +240,16 @@ def _topic(text: str) -> set[str]:
     }
 
 
+def _name_stems(names: frozenset[str]) -> set[str]:
+    return {w[:5] for name in names for w in _words(name)}
+
+
+def has_topic(text: str, names: frozenset[str] = frozenset()) -> bool:
+    """`text` names something an opinion can be about, once the `names` of the people
+    talking (casefolded) are set aside: "Yeah John, it's super important" does not."""
+    return bool(_topic(text) - _name_stems(names))
+
+
 def _addresses(text: str, others: frozenset[str]) -> bool:
     """The statement is about the listener: it says "you"/"your" or names one of
     the `others` talking ("Wow Mel, that painting's amazing", "a painting of
@@ -278,8 +288,7 @@ def shares_topic(
     others = frozenset(participants - holders)
     if _addresses(evidence, others) != _addresses(opinion, others):
         return False
-    holders = holders | participants
-    names = {w[:5] for h in holders for w in _words(h)}
+    names = _name_stems(holders | participants)
     ours, theirs = _topic(evidence) - names, _topic(opinion) - names
     shared = ours & theirs
     # A short opinion's whole topic is enough ("Nate loves turtles"); a short reaction

@@ -35,6 +35,7 @@ from core.retain.opinions import (
     Relation,
     apply_evidence,
     event,
+    has_topic,
     load_opinions,
     related_opinions,
 )
@@ -385,6 +386,8 @@ def _opinions(
         if fact.network is Network.OPINION:
             state = plan.states.get(fact.unit_id)
             if fact.duplicate and state is not None:
+                if not has_topic(state.text, participants):
+                    continue  # a repeated reaction ("That's a great pic!") says nothing new
                 before = state.confidence
                 state.confidence = apply_evidence(before, Relation.REINFORCE, alpha)
                 state.touched = True

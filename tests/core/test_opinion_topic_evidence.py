@@ -6,7 +6,10 @@ restatement."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from core.retain.opinions import Relation, assess_rules
+from core.types import Document, Network, Turn
 
 HOLDER = frozenset({"oriel"})
 PEOPLE = frozenset({"oriel", "brannoc"})
@@ -52,3 +55,26 @@ def test_real_evidence_still_moves_an_opinion() -> None:
     opinion = "Oriel thinks the Quillfield trail is great for running."
     evidence = "Oriel said: The Quillfield trail was awful after the rain."
     assert relation(evidence, opinion, 0.8, shared_entity=True) is not Relation.NEUTRAL
+
+
+def test_a_repeated_reaction_without_a_subject_does_not_reinforce(bank) -> None:
+    def said(title: str, day: datetime, text: str) -> Document:
+        turn = Turn(f"{title}0", "Oriel", text, day, "s1", 0)
+        return Document(id="", title=title, turns=(turn,))
+
+    day = datetime(2023, 5, 4, 10, 0)
+    bank.ingest(said("a", day, "Wow, that's a great pic!"), mode="rules")
+    [reaction] = bank.units(Network.OPINION, limit=None)
+    again = bank.ingest(
+        said("b", day + timedelta(days=3), "Wow, that's a great pic!"), mode="rules"
+    )
+    assert again.duplicates_merged == 1
+    assert bank.unit(reaction.id).confidence == reaction.confidence
+    assert [e.relation for e in bank.opinion_events(reaction.id)] == ["formed"]
+    # An opinion about something, stated again, is reinforced.
+    bank.ingest(said("c", day, "I think Quillfield pottery is great."), mode="rules")
+    [held] = [u for u in bank.units(Network.OPINION, limit=None) if "Quillfield" in u.text]
+    bank.ingest(
+        said("d", day + timedelta(days=3), "I think Quillfield pottery is great."), mode="rules"
+    )
+    assert bank.unit(held.id).confidence > held.confidence
