@@ -12,12 +12,13 @@ re-reads itself from the `Change` they return.
 from __future__ import annotations
 
 from collections.abc import Callable
+from html import escape
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFontMetrics
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from core import Bank, Change
 
 TYPE_COLORS = ("#3b82f6", "#10b981", "#f59e0b", "#8b5cf6", "#ef4444", "#14b8a6", "#64748b")
-LABELS = 25  # the most mentioned entities are named; others on hover
+LABELS = 25  # the most mentioned entities are named (where their names fit); others on hover
 PICK_PX = 12.0  # how near (in pixels) the pointer must be to pick a node
 
 
@@ -73,8 +74,18 @@ class EntityMapView(pg.PlotWidget):
             self.addItem(item)
         self.edges.setZValue(-10)
         self._labels: list[pg.TextItem] = []
+        self._label_order: list[int] = []  # most mentioned first: who gets a label first
         self._drag: int | None = None
+        self._hovered: int | None = None
         self.type_brushes: dict[str, QBrush] = {}
+        # Every entity is named when the pointer rests on it (only the biggest carry a label).
+        self.hover_label = pg.TextItem(
+            "", color="#1d2430", fill=QColor(255, 255, 255, 230), anchor=(0.5, 1.2)
+        )
+        self.hover_label.setZValue(30)
+        self.hover_label.hide()
+        self.addItem(self.hover_label, ignoreBounds=True)
+        self.getPlotItem().getViewBox().sigRangeChanged.connect(self._place_labels)
 
     def set_map(self, emap: EntityMap) -> None:
         self.map = emap
@@ -94,14 +105,65 @@ class EntityMapView(pg.PlotWidget):
         for label in self._labels:
             self.removeItem(label)
         self._labels = []
-        for i in np.argsort(-facts, kind="stable")[:LABELS].tolist():
+        self._label_order = np.argsort(-facts, kind="stable")[:LABELS].tolist()
+        for i in self._label_order:
             label = pg.TextItem(emap.entities[i].name, color="#1d2430", anchor=(0.5, 1.2))
             label.setPos(QPointF(*pos[i]))
             self.addItem(label)
             self._labels.append(label)
         self.selection.setData([], [])
         self.ghost.setData([], [])
+        self._hovered = None
+        self.hover_label.hide()
         self.getPlotItem().getViewBox().autoRange(padding=0.05)
+        self._place_labels()
+
+    def _place_labels(self, *_: object) -> None:
+        """Show a label only where it covers no bigger entity's label: overlapping
+        names are unreadable (the hidden ones are named on hover)."""
+        if self.map is None or not self._labels:
+            return
+        vb = self.getPlotItem().getViewBox()
+        metrics = QFontMetrics(self._labels[0].textItem.font())
+        placed: list[QRectF] = []
+        for i, label in zip(self._label_order, self._labels, strict=True):
+            at = vb.mapViewToScene(QPointF(*self.map.positions[i]))
+            box = metrics.boundingRect(self.map.entities[i].name)
+            w, h = box.width() + 6.0, box.height() + 2.0
+            rect = QRectF(at.x() - w / 2, at.y() - self.sizes[i] / 2 - h - 2.0, w, h)
+            free = not any(rect.intersects(other) for other in placed)
+            label.setVisible(free)
+            if free:
+                placed.append(rect)
+
+    def labelled(self) -> list[str]:
+        """The names drawn as labels now (tests)."""
+        return [label.textItem.toPlainText() for label in self._labels if label.isVisible()]
+
+    def label_rects(self) -> list[QRectF]:
+        """The drawn labels' rectangles in scene coordinates (tests: none overlap)."""
+        return [
+            label.textItem.mapRectToScene(label.textItem.boundingRect())
+            for label in self._labels
+            if label.isVisible()
+        ]
+
+    def hover(self, i: int | None) -> None:
+        """Name the entity under the pointer (None hides the note)."""
+        if i == self._hovered:
+            return
+        self._hovered = i
+        if i is None or self.map is None:
+            self.hover_label.hide()
+            return
+        entity = self.map.entities[i]
+        facts = f"{entity.mention_count} fact{'' if entity.mention_count == 1 else 's'}"
+        self.hover_label.setText(f"{entity.name} · {entity.type} · {facts}")
+        self.hover_label.setPos(QPointF(*self.map.positions[i]))
+        self.hover_label.show()
+
+    def hover_text(self) -> str:
+        return self.hover_label.textItem.toPlainText() if self.hover_label.isVisible() else ""
 
     def select(self, i: int | None) -> None:
         if i is None or self.map is None:
@@ -144,12 +206,17 @@ class EntityMapView(pg.PlotWidget):
 
     def mouseMoveEvent(self, ev) -> None:  # noqa: N802
         if self._drag is None:
+            self.hover(self.node_at(ev.position().toPoint()))
             super().mouseMoveEvent(ev)
             return
         vb = self.getPlotItem().getViewBox()
         at = vb.mapSceneToView(self.mapToScene(ev.position().toPoint()))
         self.ghost.setData(pos=[(at.x(), at.y())], size=[self.sizes[self._drag]])
         ev.accept()
+
+    def leaveEvent(self, ev) -> None:  # noqa: N802
+        self.hover(None)
+        super().leaveEvent(ev)
 
     def mouseReleaseEvent(self, ev) -> None:  # noqa: N802
         if self._drag is None:
@@ -229,12 +296,11 @@ class EntityMapPane(Pane):
         root = QVBoxLayout(self)
         root.addLayout(bar)
         root.addWidget(self.stack, 1)
-        legend = QLabel(
-            "Size: facts mentioning the entity · colour: type · edge: facts mentioning both · "
-            "drag an entity onto another to merge them"
-        )
-        legend.setWordWrap(True)
-        root.addWidget(legend)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self._show_legend({})
+        root.addWidget(self.legend)
         self.set_bank(state.bank)
 
     # -- pane interface ----------------------------------------------------------
@@ -281,6 +347,7 @@ class EntityMapPane(Pane):
             f"links drawn (each entity's strongest)"
         )
         self.view.set_map(emap)
+        self._show_legend(self.view.type_brushes)
         if self.selected and self.selected in g.index:
             self.select_entity(self.selected)
         elif self.selected in self._retracted:
@@ -288,6 +355,19 @@ class EntityMapPane(Pane):
         else:
             self.selected = None
             self.side.hide()
+
+    def _show_legend(self, brushes: dict[str, QBrush]) -> None:
+        """What size, colour and edges mean, with each type's colour named."""
+        types = " ".join(
+            f'<span style="color:{brush.color().name()}">●</span>&nbsp;{escape(kind)}'
+            for kind, brush in brushes.items()
+        )
+        self.legend.setText(
+            "Size: facts mentioning the entity · colour: type"
+            + (f" ({types})" if types else "")
+            + " · edge: facts mentioning both · hover an entity for its name · "
+            "drag an entity onto another to merge them"
+        )
 
     # -- selection ----------------------------------------------------------------
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from app.graph.entity_pane import EntityMapPane
-from app.graph.entitymap import build, strongest_pairs
+from app.graph.entity_pane import EntityMapPane, EntityMapView
+from app.graph.entitymap import EntityMap, build, strongest_pairs
 from app.panes.entity_dialogs import RetractEntityDialog
 from app.runner import Runner
 from app.state import StudioState
+from core import Entity
 
 
 @pytest.fixture
@@ -99,3 +103,55 @@ def test_click_shows_facts_and_drag_merges_through_the_engine(qtbot, map_state) 
     pane.request_retract()
     qtbot.waitUntil(lambda: first.id in pane.map.graph.index, timeout=60_000)
     assert pane.selected == first.id and pane.retract_button.text() == "Retract entity…"
+
+
+def _crowded_map() -> EntityMap:
+    """Four entities, the two biggest nearly on top of each other, one tiny one apart."""
+    entities = [
+        Entity("e1", "Northwind Analytics", "org", mention_count=40),
+        Entity("e2", "Tomás Ferreira", "person", mention_count=38),
+        Entity("e3", "Lisbon", "place", mention_count=12),
+        Entity("e4", "Docker Compose", "other", mention_count=1),
+    ]
+    emap = build(entities, [("e1", "e2", 5), ("e1", "e3", 2), ("e3", "e4", 1)])
+    positions = np.array([[0.0, 0.0], [0.02, 0.01], [1.0, 1.0], [-1.0, 1.0]])
+    return replace(emap, positions=positions[[emap.graph.index[e.id] for e in emap.entities]])
+
+
+def test_labels_never_cover_each_other_and_hover_names_every_entity(qtbot) -> None:
+    view = EntityMapView()
+    qtbot.addWidget(view)
+    view.resize(500, 400)
+    view.show()
+    qtbot.waitExposed(view)
+    emap = _crowded_map()
+    view.set_map(emap)
+    # The two crowded names would overlap: only the bigger entity is labelled.
+    assert "Northwind Analytics" in view.labelled()
+    assert "Tomás Ferreira" not in view.labelled()
+    rects = view.label_rects()
+    assert all(not a.intersects(b) for n, a in enumerate(rects) for b in rects[n + 1 :])
+    # Zoomed in far enough, both fit and both are named.
+    view.getPlotItem().getViewBox().setRange(xRange=(-0.05, 0.07), yRange=(-0.05, 0.06))
+    qtbot.waitUntil(lambda: "Tomás Ferreira" in view.labelled())
+    view.getPlotItem().getViewBox().autoRange(padding=0.05)
+    qtbot.waitUntil(lambda: "Tomás Ferreira" not in view.labelled())
+    # The pointer on an unlabelled entity names it, with its type and facts.
+    qtbot.mouseMove(view.viewport(), pos=view.view_pos("e2"))
+    qtbot.waitUntil(lambda: view.hover_text() != "")
+    assert view.hover_text() == "Tomás Ferreira · person · 38 facts"
+    qtbot.mouseMove(view.viewport(), pos=view.view_pos("e4"))
+    qtbot.waitUntil(lambda: view.hover_text() == "Docker Compose · other · 1 fact")
+
+
+def test_the_legend_names_the_colour_of_each_type(qtbot, engine) -> None:
+    runner = Runner()
+    state = StudioState(engine, runner)
+    pane = EntityMapPane(state)
+    qtbot.addWidget(pane)
+    pane._arrived(_crowded_map())
+    legend = pane.legend.text()
+    for kind, brush in pane.view.type_brushes.items():
+        assert f'color:{brush.color().name()}">●</span>&nbsp;{kind}' in legend
+    assert len(pane.view.type_brushes) == 4
+    runner.shutdown()
