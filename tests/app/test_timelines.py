@@ -3,6 +3,7 @@ list, hover explains a step and a click opens its evidence."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -255,3 +256,28 @@ def test_a_span_of_two_years_names_both_years_and_its_months(qtbot, width):
     assert any("2025" in label for label in labels), labels
     assert any("2026" in label for label in labels), labels
     assert len(labels) >= 4, labels  # months between the years
+
+
+def test_the_legend_stays_inside_a_narrow_plot(qtbot) -> None:
+    """In a 1280x720 window the plot is ~300 px wide: each legend line is elided to
+    it (the demo's ran past the plot's right edge), and widens back with the plot."""
+    plot = TimelinePlot()
+    qtbot.addWidget(plot)
+    plot.resize(330, 500)
+    plot.show()
+    qtbot.waitExposed(plot)
+    text = "Juniper is fairly sure the Beacon launch will slip past June 16 (16 June 2025)."
+    when = datetime(2025, 6, 16)
+    points = [Point("o1", 0, when, 0.8, "formed", None, "", None, "")]
+    plot.show_opinions(
+        [("o1", text, points), ("o2", "Short one", [replace(points[0], opinion_id="o2")])]
+    )
+    vb = plot.getPlotItem().getViewBox()
+    qtbot.waitUntil(lambda: vb.width() < 330)
+    plot.grab()
+    assert vb.sceneBoundingRect().contains(plot.legend_rect())
+    labels = [label.text for _sample, label in plot.legend.items]
+    assert labels[0].endswith("…") and text.startswith(labels[0][:-1])
+    assert labels[1] == "Short one"
+    plot.resize(1000, 500)
+    qtbot.waitUntil(lambda: len(plot.legend.items[0][1].text) > len(labels[0]))
