@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QDateEdit,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -464,6 +465,9 @@ class TimelinesPane(Pane):
         self.past_texts = QTextBrowser()
         self.past_texts.setMaximumHeight(140)
         self.steps = read_only_table(["when", "step", "confidence", "reason"], stretch=3)
+        # The reason wraps in its row (the side panel is narrow: one line cut it short).
+        self.steps.setWordWrap(True)
+        self.steps.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.steps.cellDoubleClicked.connect(self._step_activated)
         # Imported here: app.graph.detail builds on app.panes, which lists this pane.
         from app.graph.detail import ReadOnlyUnitDetail

@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 
 import pytest
+from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QImage, QPainter
 
 from app.panes.timelines import Point, TimelinePlot, TimelinesPane, points_of, step_xy
@@ -281,3 +282,33 @@ def test_the_legend_stays_inside_a_narrow_plot(qtbot) -> None:
     assert labels[1] == "Short one"
     plot.resize(1000, 500)
     qtbot.waitUntil(lambda: len(plot.legend.items[0][1].text) > len(labels[0]))
+
+
+def test_a_steps_reason_wraps_in_full_in_the_narrow_side_panel(qtbot, history) -> None:
+    """The side panel's step table cut a reason to one line ("similarity 0.76, …");
+    each row now grows to show its reason in full."""
+    bank, _a, b, world = history
+    reason = "similarity 0.76, reversal cue 'was wrong' in what Alice said about the launch"
+    when = datetime(2025, 5, 20)
+    with bank.store.transaction() as tx:
+        write_events(tx.con, [ev(b, 2, when, "contradict", 0.8, 0.5, world[1].id, reason)])
+    runner = Runner()
+    state = StudioState(bank.engine, runner)
+    state.set_bank(bank)
+    pane = TimelinesPane(state)
+    qtbot.addWidget(pane)
+    pane.resize(1010, 600)  # the pane's room in a 1280x720 window
+    pane.show()
+    wait_idle(qtbot, runner)
+    row = next(i for i in range(pane.list.count()) if pane.list.item(i).data(256) == b)
+    pane.list.setCurrentRow(row)
+    qtbot.waitUntil(lambda: pane.steps.rowCount() == 3, timeout=10_000)
+    steps = pane.steps
+    assert steps.item(2, 3).text() == reason
+    qtbot.waitUntil(lambda: steps.columnWidth(3) > 0)
+    column = steps.columnWidth(3)
+    flags = Qt.TextFlag.TextWordWrap
+    needed = steps.fontMetrics().boundingRect(QRect(0, 0, column - 8, 10_000), flags, reason)
+    assert needed.height() > steps.fontMetrics().height()  # it does wrap here
+    assert steps.rowHeight(2) >= needed.height()
+    runner.shutdown()
