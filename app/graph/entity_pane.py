@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 TYPE_COLORS = ("#3b82f6", "#10b981", "#f59e0b", "#8b5cf6", "#ef4444", "#14b8a6", "#64748b")
 LABELS = 25  # the most mentioned entities are named (where their names fit); others on hover
+LABEL_MARGIN = 8.0  # a text item's margins around its text, in pixels
 PICK_PX = 12.0  # how near (in pixels) the pointer must be to pick a node
 
 
@@ -107,8 +108,7 @@ class EntityMapView(pg.PlotWidget):
         self._labels = []
         self._label_order = np.argsort(-facts, kind="stable")[:LABELS].tolist()
         for i in self._label_order:
-            label = pg.TextItem(emap.entities[i].name, color="#1d2430", anchor=(0.5, 1.2))
-            label.setPos(QPointF(*pos[i]))
+            label = pg.TextItem(emap.entities[i].name, color="#1d2430", anchor=(0.5, 1.0))
             self.addItem(label)
             self._labels.append(label)
         self.selection.setData([], [])
@@ -119,8 +119,9 @@ class EntityMapView(pg.PlotWidget):
         self._place_labels()
 
     def _place_labels(self, *_: object) -> None:
-        """Show a label only where it covers no bigger entity's label: overlapping
-        names are unreadable (the hidden ones are named on hover)."""
+        """Each label just above its entity's disc (in pixels, whatever the zoom),
+        shown only where it covers no bigger entity's label: overlapping names are
+        unreadable (the hidden ones are named on hover)."""
         if self.map is None or not self._labels:
             return
         vb = self.getPlotItem().getViewBox()
@@ -128,11 +129,13 @@ class EntityMapView(pg.PlotWidget):
         placed: list[QRectF] = []
         for i, label in zip(self._label_order, self._labels, strict=True):
             at = vb.mapViewToScene(QPointF(*self.map.positions[i]))
+            foot = QPointF(at.x(), at.y() - self.sizes[i] / 2 - 1.0)
             box = metrics.boundingRect(self.map.entities[i].name)
-            w, h = box.width() + 6.0, box.height() + 2.0
-            rect = QRectF(at.x() - w / 2, at.y() - self.sizes[i] / 2 - h - 2.0, w, h)
+            w, h = box.width() + LABEL_MARGIN, box.height() + LABEL_MARGIN
+            rect = QRectF(foot.x() - w / 2, foot.y() - h, w, h)
             free = not any(rect.intersects(other) for other in placed)
             label.setVisible(free)
+            label.setPos(vb.mapSceneToView(foot))
             if free:
                 placed.append(rect)
 

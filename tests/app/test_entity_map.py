@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPointF, Qt
 
 from app.graph.entity_pane import EntityMapPane, EntityMapView
 from app.graph.entitymap import EntityMap, build, strongest_pairs
@@ -131,6 +131,12 @@ def test_labels_never_cover_each_other_and_hover_names_every_entity(qtbot) -> No
     assert "Tomás Ferreira" not in view.labelled()
     rects = view.label_rects()
     assert all(not a.intersects(b) for n, a in enumerate(rects) for b in rects[n + 1 :])
+    # A label sits above its own disc, not on it (the demo's "Juniper" covered its node).
+    vb = view.getPlotItem().getViewBox()
+    for name, rect in zip(view.labelled(), rects, strict=True):
+        i = next(j for j, e in enumerate(emap.entities) if e.name == name)
+        centre = vb.mapViewToScene(QPointF(*emap.positions[i]))
+        assert rect.bottom() <= centre.y() - view.sizes[i] / 2 + 0.5, name
     # Zoomed in far enough, both fit and both are named.
     view.getPlotItem().getViewBox().setRange(xRange=(-0.05, 0.07), yRange=(-0.05, 0.06))
     qtbot.waitUntil(lambda: "Tomás Ferreira" in view.labelled())
