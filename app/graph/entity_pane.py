@@ -108,7 +108,7 @@ class EntityMapView(pg.PlotWidget):
         self._labels = []
         self._label_order = np.argsort(-facts, kind="stable")[:LABELS].tolist()
         for i in self._label_order:
-            label = pg.TextItem(emap.entities[i].name, color="#1d2430", anchor=(0.5, 1.0))
+            label = pg.TextItem(emap.entities[i].name, color="#1d2430", anchor=(0.5, 0.0))
             self.addItem(label)
             self._labels.append(label)
         self.selection.setData([], [])
@@ -119,9 +119,9 @@ class EntityMapView(pg.PlotWidget):
         self._place_labels()
 
     def _place_labels(self, *_: object) -> None:
-        """Each label just above its entity's disc (in pixels, whatever the zoom),
-        shown only where it covers no bigger entity's label: overlapping names are
-        unreadable (the hidden ones are named on hover)."""
+        """Each label just above its entity's disc (in pixels, whatever the zoom), or
+        just under it when above would cover a bigger entity's label; hidden when
+        both would: overlapping names are unreadable (hidden ones are named on hover)."""
         if self.map is None or not self._labels:
             return
         vb = self.getPlotItem().getViewBox()
@@ -129,15 +129,18 @@ class EntityMapView(pg.PlotWidget):
         placed: list[QRectF] = []
         for i, label in zip(self._label_order, self._labels, strict=True):
             at = vb.mapViewToScene(QPointF(*self.map.positions[i]))
-            foot = QPointF(at.x(), at.y() - self.sizes[i] / 2 - 1.0)
             box = metrics.boundingRect(self.map.entities[i].name)
             w, h = box.width() + LABEL_MARGIN, box.height() + LABEL_MARGIN
-            rect = QRectF(foot.x() - w / 2, foot.y() - h, w, h)
-            free = not any(rect.intersects(other) for other in placed)
-            label.setVisible(free)
-            label.setPos(vb.mapSceneToView(foot))
+            gap = self.sizes[i] / 2 + 1.0
+            above = QRectF(at.x() - w / 2, at.y() - gap - h, w, h)
+            below = QRectF(at.x() - w / 2, at.y() + gap, w, h)
+            free = [r for r in (above, below) if not any(r.intersects(o) for o in placed)]
+            label.setVisible(bool(free))
             if free:
+                rect = free[0]
                 placed.append(rect)
+                label.setAnchor((0.5, 0.0))  # the rectangle's top-centre is the label's place
+                label.setPos(vb.mapSceneToView(QPointF(rect.center().x(), rect.top())))
 
     def labelled(self) -> list[str]:
         """The names drawn as labels now (tests)."""
