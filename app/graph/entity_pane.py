@@ -164,12 +164,31 @@ class EntityMapView(pg.PlotWidget):
             return
         entity = self.map.entities[i]
         facts = f"{entity.mention_count} fact{'' if entity.mention_count == 1 else 's'}"
-        self.hover_label.setText(f"{entity.name} · {entity.type} · {facts}")
-        self.hover_label.setPos(QPointF(*self.map.positions[i]))
-        self.hover_label.show()
+        note = self.hover_label
+        note.setText(f"{entity.name} · {entity.type} · {facts}")
+        # Above the disc (under it at the top edge), shifted in from the sides: the
+        # whole note inside the view.
+        vb = self.getPlotItem().getViewBox()
+        view = vb.sceneBoundingRect()
+        at = vb.mapViewToScene(QPointF(*self.map.positions[i]))
+        size = note.textItem.boundingRect()
+        w, h, gap = size.width(), size.height(), self.sizes[i] / 2 + 1.0
+        left = min(max(at.x() - w / 2, view.left()), max(view.right() - w, view.left()))
+        above = at.y() - gap - h >= view.top()
+        note.setAnchor(((at.x() - left) / w if w else 0.5, 1.0 if above else 0.0))
+        note.setPos(vb.mapSceneToView(QPointF(at.x(), at.y() - gap if above else at.y() + gap)))
+        note.show()
+        # Hidden while the view was laid out, the note kept a stale transform and
+        # painted nowhere (off every screen): place it now.
+        note.updateTransform(force=True)
 
     def hover_text(self) -> str:
         return self.hover_label.textItem.toPlainText() if self.hover_label.isVisible() else ""
+
+    def hover_rect(self) -> QRectF:
+        """Where the hover note is drawn, in scene coordinates (tests: by its entity)."""
+        item = self.hover_label.textItem
+        return item.mapRectToScene(item.boundingRect())
 
     def select(self, i: int | None) -> None:
         if i is None or self.map is None:

@@ -156,6 +156,12 @@ def test_labels_never_cover_each_other_and_hover_names_every_entity(qtbot) -> No
     assert view.hover_text() == "Beacon Mobile · org · 30 facts"
     qtbot.mouseMove(view.viewport(), pos=view.view_pos("e4"))
     qtbot.waitUntil(lambda: view.hover_text() == "Docker Compose · other · 1 fact")
+    # ...drawn by its entity, inside the view (it once painted far off screen).
+    view.grab()
+    note, seen = view.hover_rect(), vb.sceneBoundingRect()
+    e4 = vb.mapViewToScene(QPointF(-1.0, 1.0))
+    assert seen.contains(note) and note.left() <= e4.x() <= note.right(), (note, e4)
+    assert note.bottom() <= e4.y() - view.sizes[emap.graph.index["e4"]] / 2 + 0.5
 
 
 def test_the_legend_names_the_colour_of_each_type(qtbot, engine) -> None:
