@@ -123,6 +123,37 @@ def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
     assert "QThread: Destroyed" not in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
+def test_screenshot_animate_writes_the_replay_as_numbered_frames(tmp_path, demo_subset_home):
+    """`engram screenshot --animate`: the graph's replay of the demo query, two frames
+    a step, numbered, each a different picture (the animation checked without a display)."""
+    home = tmp_path / "home"
+    shutil.copytree(demo_subset_home, home)
+    with Engine(home) as engine:
+        engine.rename_bank("Demo", DEMO_NAME)
+    out = tmp_path / "frames"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "app.main", "screenshot", "--animate"]
+    done = subprocess.run(
+        [*command, "--out", str(out), "--home", str(home), "--size", "1000x700"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    frames = sorted(out.glob("*.png"))
+    assert [f.name for f in frames] == [f"graph-frame-{n:03d}.png" for n in range(len(frames))]
+    assert done.stdout.split() == [str(f) for f in frames]
+    # The seeds, then each step half-way and whole: at least two steps on this subset.
+    assert len(frames) >= 5 and len(frames) % 2 == 1
+    images = [QImage(str(f)) for f in frames]
+    assert all((i.width(), i.height()) == (1000, 700) for i in images)
+    assert all(a != b for a, b in zip(images, images[1:], strict=False))
+    assert "Traceback" not in done.stderr
+
+
 def test_engram_screenshot_is_routed_to_the_studio(capsys):
     with pytest.raises(SystemExit) as exit_:
         engram_main(["screenshot", "--help"])
