@@ -73,8 +73,8 @@ def test_a_cancelled_demo_build_leaves_no_half_bank(engine, demo_folder):
     assert engine.banks() == []
 
 
-@pytest.mark.slow
-def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
+def _screenshot(tmp_path, demo_subset_home, *options: str):
+    """`engram screenshot --out <tmp>/shots --home <a copy of the demo subset> OPTIONS`."""
     home = tmp_path / "home"
     shutil.copytree(demo_subset_home, home)
     with Engine(home) as engine:
@@ -82,18 +82,9 @@ def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
     out = tmp_path / "shots"
     # A process of its own: the tool sets up its own QApplication, theme and QSettings.
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HF_HUB_OFFLINE": "1"}
-    command = [
-        sys.executable,
-        "-m",
-        "app.main",
-        "screenshot",
-        "--out",
-        str(out),
-        "--home",
-        str(home),
-    ]
+    command = [sys.executable, "-m", "app.main", "screenshot", "--out", str(out)]
     done = subprocess.run(
-        [*command, "--size", "1200x800"],
+        [*command, "--home", str(home), *options],
         env=env,
         cwd=REPO,
         capture_output=True,
@@ -101,6 +92,12 @@ def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
+    return done, out
+
+
+@pytest.mark.slow
+def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
+    done, out = _screenshot(tmp_path, demo_subset_home, "--size", "1200x800")
     names = sorted(p.name for p in out.glob("*.png"))
     for slug in (
         "world",
@@ -127,22 +124,7 @@ def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
 def test_screenshot_animate_writes_the_replay_as_numbered_frames(tmp_path, demo_subset_home):
     """`engram screenshot --animate`: the graph's replay of the demo query, two frames
     a step, numbered, each a different picture (the animation checked without a display)."""
-    home = tmp_path / "home"
-    shutil.copytree(demo_subset_home, home)
-    with Engine(home) as engine:
-        engine.rename_bank("Demo", DEMO_NAME)
-    out = tmp_path / "frames"
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "app.main", "screenshot", "--animate"]
-    done = subprocess.run(
-        [*command, "--out", str(out), "--home", str(home), "--size", "1000x700"],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
+    done, out = _screenshot(tmp_path, demo_subset_home, "--animate", "--size", "1000x700")
     frames = sorted(out.glob("*.png"))
     assert [f.name for f in frames] == [f"graph-frame-{n:03d}.png" for n in range(len(frames))]
     assert done.stdout.split() == [str(f) for f in frames]
