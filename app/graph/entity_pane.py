@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.graph.entitymap import EntityMap, read
+from app.graph.notes import place_note
 from app.panes.base import Pane, empty_label, muted_label
 from app.panes.entity_dialogs import RetractEntityDialog
 from app.runner import describe
@@ -164,23 +165,9 @@ class EntityMapView(pg.PlotWidget):
             return
         entity = self.map.entities[i]
         facts = f"{entity.mention_count} fact{'' if entity.mention_count == 1 else 's'}"
-        note = self.hover_label
-        note.setText(f"{entity.name} · {entity.type} · {facts}")
-        # Above the disc (under it at the top edge), shifted in from the sides: the
-        # whole note inside the view.
+        self.hover_label.setText(f"{entity.name} · {entity.type} · {facts}")
         vb = self.getPlotItem().getViewBox()
-        view = vb.sceneBoundingRect()
-        at = vb.mapViewToScene(QPointF(*self.map.positions[i]))
-        size = note.textItem.boundingRect()
-        w, h, gap = size.width(), size.height(), self.sizes[i] / 2 + 1.0
-        left = min(max(at.x() - w / 2, view.left()), max(view.right() - w, view.left()))
-        above = at.y() - gap - h >= view.top()
-        note.setAnchor(((at.x() - left) / w if w else 0.5, 1.0 if above else 0.0))
-        note.setPos(vb.mapSceneToView(QPointF(at.x(), at.y() - gap if above else at.y() + gap)))
-        note.show()
-        # Hidden while the view was laid out, the note kept a stale transform and
-        # painted nowhere (off every screen): place it now.
-        note.updateTransform(force=True)
+        place_note(self.hover_label, vb, tuple(self.map.positions[i]), self.sizes[i] / 2)
 
     def hover_text(self) -> str:
         return self.hover_label.textItem.toPlainText() if self.hover_label.isVisible() else ""

@@ -28,6 +28,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 from app.graph.model import LINK_KINDS, GraphData, strongest_per_node
+from app.graph.notes import place_note
 from app.graph.style import LEVELS, GraphStyle
 
 TOP_LABELS = 12  # labels without hovering at most: seeds and packed results first
@@ -511,8 +512,8 @@ class GraphView(pg.PlotWidget):
         if self._levels is not None and self._levels[i] > 0:
             text += f"\nactivation {self._levels[i]:.3f}"
         self._hover_label.setText(text)
-        self._hover_label.setPos(QPointF(*self.pos[i]))
-        self._hover_label.show()
+        vb = self.getPlotItem().getViewBox()
+        place_note(self._hover_label, vb, tuple(self.pos[i]), self._size_of(i) / 2)
         self.node_hovered.emit(self.graph.ids[i])
 
     def hover_node(self, unit_id: str | None) -> None:
@@ -523,6 +524,11 @@ class GraphView(pg.PlotWidget):
 
     def hover_text(self) -> str:
         return self._hover_label.textItem.toPlainText() if self._hover_label.isVisible() else ""
+
+    def hover_rect(self) -> QRectF:
+        """Where the hover note is drawn, in scene coordinates (tests: inside the view)."""
+        item = self._hover_label.textItem
+        return item.mapRectToScene(item.boundingRect())
 
     def find(self, text: str) -> list[str]:
         """Nodes whose text (or id) contains `text`, strongest first."""

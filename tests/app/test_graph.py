@@ -376,6 +376,12 @@ def test_labels_stay_inside_a_narrow_view(qtbot) -> None:
     for rect in rects:
         assert view.adjusted(-1, -1, 1, 1).contains(rect), (rect, view)
     assert all(not a.intersects(b) for n, a in enumerate(rects) for b in rects[n + 1 :])
+    # The hover note of a node at an edge stays whole inside the view too.
+    for node in ("top", "left", "right"):
+        w.view.hover_node(node)
+        w.grab()
+        assert w.view.hover_text().startswith(f"{node}: Tomás")
+        assert view.adjusted(-1, -1, 1, 1).contains(w.view.hover_rect()), node
 
 
 def fan_graph():
