@@ -348,6 +348,32 @@ def test_hover_label_and_top_labels(widget) -> None:
     assert widget.view.labelled() == ["a", "d", "f"]
 
 
+def test_play_pause_speed_and_fit_from_the_controls(widget, qtbot) -> None:
+    """The widget's own buttons drive the player and the view (not only the player's API)."""
+    g = fan_graph()
+    act = rerun(g, {"S": 1.0}, decay=1.0, mu=MU, threshold=0.05, max_steps=9, step_budget=2)
+    widget.show_graph(g, activation=act)
+    widget.player.seek(0)
+    widget.speed.setCurrentIndex(widget.speed.findData(4.0))
+    assert widget.player.speed == 4.0
+    with qtbot.waitSignal(widget.player.playing_changed) as started:
+        widget.play_button.click()
+    assert started.args == [True] and widget.play_button.text() == "Pause"
+    qtbot.waitUntil(lambda: widget.player.frame > 0)
+    with qtbot.waitSignal(widget.player.playing_changed) as stopped:
+        widget.play_button.click()
+    assert stopped.args == [False] and widget.play_button.text() == "Play"
+    # Zoomed in on one corner, Fit brings every node back into view.
+    vb = widget.view.getPlotItem().getViewBox()
+    x, y = widget.view.pos[0]
+    vb.setRange(xRange=(x - 0.01, x + 0.01), yRange=(y - 0.01, y + 0.01), padding=0)
+    widget.fit_button.click()
+    (x0, x1), (y0, y1) = vb.viewRange()
+    pos = widget.view.pos
+    assert (pos[:, 0] >= x0).all() and (pos[:, 0] <= x1).all()
+    assert (pos[:, 1] >= y0).all() and (pos[:, 1] <= y1).all()
+
+
 def test_labels_stay_inside_a_narrow_view(qtbot) -> None:
     """The recall debugger's graph at 1280x720 is ~300 px wide: labels at its edges
     ran out of it ("…erson; 136 facts", "Atlas (other; 57 facts, 01 March 20"). Each
