@@ -254,6 +254,7 @@ def _ask(parent: QWidget, title: str, text: str) -> bool:
 class EntityMapPane(Pane):
     title = "Entity map"
     slug = "entity-map"
+    timeline_requested = Signal(str)  # an entity's name: the shell opens its opinion timeline
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
@@ -284,12 +285,18 @@ class EntityMapPane(Pane):
         self.facts.setWordWrap(True)
         self.retract_button = QPushButton("Retract entity…")
         self.retract_button.clicked.connect(self.request_retract)
+        self.timeline_button = QPushButton("Opinion timeline")
+        self.timeline_button.setToolTip("The opinions about this entity, over time")
+        self.timeline_button.clicked.connect(self._timeline_clicked)
         side = QWidget()
         sv = QVBoxLayout(side)
         sv.addWidget(self.name)
         sv.addWidget(QLabel("Facts, in time order:"))
         sv.addWidget(self.facts, 1)
-        sv.addWidget(self.retract_button)
+        actions = QHBoxLayout()
+        actions.addWidget(self.timeline_button)
+        actions.addWidget(self.retract_button)
+        sv.addLayout(actions)
         side.setMinimumWidth(260)
         self.side = side
         self.side.hide()
@@ -393,6 +400,7 @@ class EntityMapPane(Pane):
         self.view.select(i)
         self.side.show()
         self.retract_button.setText("Retract entity…")
+        self.timeline_button.setEnabled(True)
         seen = ""
         if entity.first_seen and entity.last_seen:
             seen = f"<br>{entity.first_seen:%d %b %Y} – {entity.last_seen:%d %b %Y}"
@@ -419,6 +427,7 @@ class EntityMapPane(Pane):
             f"and the default views; Restore (or Undo) brings it back. It had:"
         )
         self.retract_button.setText("Restore entity")
+        self.timeline_button.setEnabled(False)  # retracted: its opinions are hidden
         self.facts.clear()
         self.facts.addItem("Loading…")
         bank = self.bank
@@ -437,6 +446,10 @@ class EntityMapPane(Pane):
         for unit in timed:
             when = f"{unit.occurred_start:%d %b %Y}  " if unit.occurred_start else ""
             self.facts.addItem(f"{when}{unit.text}")
+
+    def _timeline_clicked(self) -> None:
+        if self.selected is not None and self.selected not in self._retracted:
+            self.timeline_requested.emit(self._name(self.selected))
 
     # -- curation through the engine -----------------------------------------------
 

@@ -542,6 +542,11 @@ class TimelinesPane(Pane):
         self.entity.selectAll()
         return True
 
+    def show_entity(self, entity: str) -> None:
+        """The opinions about one entity (the entity map's click-through)."""
+        self.entity.setText(entity)
+        self.reload()
+
     # -- loading --------------------------------------------------------------------------------
 
     def time_range(self) -> tuple[datetime | None, datetime | None]:

@@ -175,3 +175,21 @@ def test_the_legend_names_the_colour_of_each_type(qtbot, engine) -> None:
         assert f'color:{brush.color().name()}">●</span>&nbsp;{kind}' in legend
     assert len(pane.view.type_brushes) == 4
     runner.shutdown()
+
+
+@pytest.mark.slow
+def test_an_entity_clicks_through_to_its_opinion_timeline(qtbot, make_window, demo_engine) -> None:
+    window = make_window(start=True, engine=demo_engine)
+    window.resize(1280, 720)
+    window.set_bank(demo_engine.open_bank("Demo"))
+    bank = window.state.bank
+    held = {e for u in bank.opinions(None, limit=2000) for e in u.entity_ids}
+    entity = next(e for e in bank.entities() if e.id in held)  # the most mentioned with opinions
+    emap = window.show_pane("entity-map")
+    qtbot.waitUntil(lambda: emap.map is not None, timeout=60_000)
+    assert emap.select_entity(entity.name) and emap.timeline_button.isEnabled()
+    emap.timeline_button.click()
+    timelines = window.current_pane()
+    assert timelines.slug == "timelines" and timelines.entity.text() == entity.name
+    about = {u.id for u in bank.opinions(entity.id, limit=2000)}
+    qtbot.waitUntil(lambda: set(timelines.listed_ids(visible_only=False)) == about, timeout=30_000)
