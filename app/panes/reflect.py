@@ -355,8 +355,10 @@ class ReflectionColumn(QFrame):
                 tip = "Only this profile uses it.\n\n" + tip
             item.setToolTip(tip)
             self.evidence.addItem(item)
-        only = f", {unique} only here (marked)" if unique else ""
-        layout.addWidget(QLabel(f"Evidence used ({len(reflection.evidence)}{only})"))
+        only = f" · {unique} only here, marked" if unique else ""
+        heading = QLabel(f"Evidence used ({len(reflection.evidence)}{only})")
+        heading.setWordWrap(True)  # a column is ~230 px wide
+        layout.addWidget(heading)
         layout.addWidget(self.evidence, 2)
         if reflection.left_out:
             left = muted_label(f"{len(reflection.left_out)} recalled facts left out by Θ")
