@@ -14,6 +14,7 @@ from app.panes.entity_dialogs import RetractEntityDialog
 from app.runner import Runner
 from app.state import StudioState
 from core import Entity
+from tests.app.conftest import wait_idle
 
 
 @pytest.fixture
@@ -193,3 +194,4 @@ def test_an_entity_clicks_through_to_its_opinion_timeline(qtbot, make_window, de
     assert timelines.slug == "timelines" and timelines.entity.text() == entity.name
     about = {u.id for u in bank.opinions(entity.id, limit=2000)}
     qtbot.waitUntil(lambda: set(timelines.listed_ids(visible_only=False)) == about, timeout=30_000)
+    wait_idle(qtbot, window.state.runner)  # the plot's histories, read after the list
