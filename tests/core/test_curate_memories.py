@@ -168,3 +168,24 @@ def test_cli_add_hide_unhide_and_the_rebuilds_a_retract_queues(built, capsys):
     bank = engine.open_bank("test")
     assert bank.pending_jobs() == 0
     assert [u.text for u in bank.units(Network.WORLD, text="tandem")] == ["Alice bought a tandem."]
+
+
+def test_cli_listing_marks_what_is_not_active_and_the_jobs_hint_pastes_into_a_shell(built, capsys):
+    """`memories list --status any` printed a hidden fact like a live one, and the
+    pending-jobs hint named 'Demo: Juniper' unquoted (a shell reads two words)."""
+    bank, b = built
+    engine, home = bank.engine, str(bank.engine.home)
+    cello = b.units["m_cello"]
+    bank.close()
+    engine.rename_bank("test", "Team notes: 2025")
+    args = ["--home", home]
+    assert cli([*args, "hide", "Team notes: 2025", cello, "--no-jobs"]) == 0
+    out = capsys.readouterr().out
+    assert "pending job(s): run `engram jobs run 'Team notes: 2025'`" in out
+    assert cli([*args, "jobs", "list", "Team notes: 2025"]) == 0
+    assert "run `engram jobs run 'Team notes: 2025'`" in capsys.readouterr().out
+    assert cli([*args, "memories", "list", "Team notes: 2025", "--status", "any"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    [hidden] = [line for line in lines if line.startswith(cello)]
+    assert "[hidden] " in hidden
+    assert not any("[hidden]" in line for line in lines if not line.startswith(cello))
