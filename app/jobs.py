@@ -105,15 +105,24 @@ class JobsIndicator(QWidget):
             return
         if report is not None:
             failed = f", {len(report.failed)} failed" if report.failed else ""
+            # A profile the model could not write was written by rules: say so.
+            fell_back = (
+                f"; {len(report.notes)} by rules, the model failed ({report.notes[0]})"
+                if report.notes
+                else ""
+            )
             self.state.status.emit(
                 f"Observations rebuilt: {report.observations_written} written,"
-                f" {report.observations_removed} removed{failed}."
+                f" {report.observations_removed} removed{failed}{fell_back}."
             )
+            if report.notes or report.failed:
+                self.state.recheck_mode()  # the model may have gone: show what is now
         self.recount()
 
     def _failed(self, error: BaseException) -> None:
         self.job = None
         self._again = False
+        self.state.recheck_mode()
         self.recount()
 
     def _show(self) -> None:

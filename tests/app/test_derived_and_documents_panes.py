@@ -208,3 +208,32 @@ def test_a_failed_llm_reingest_says_failed_and_keeps_the_document(qtbot, window,
     assert message.startswith(f"Re-ingest of “{incident.title}” failed: ")
     assert message.endswith("model runner crashed") and "\n" not in message
     assert bank.count(None) == before
+
+
+@pytest.mark.slow
+def test_rebuilds_whose_model_died_say_so_and_recheck_the_mode(qtbot, window, fake_ollama):
+    """Issue 13, item 11: the model dying under the observation rebuilds left the
+    status bar saying "Ollama" and "Observations rebuilt" as if it had written them."""
+    from dataclasses import replace
+
+    from tests.fakes.ollama_server import Reply
+
+    engine, bank = window.state.engine, window.state.bank
+    engine.set_settings(
+        replace(engine.settings, ollama_host=fake_ollama.url, ollama_model="llama3.2")
+    )
+    window.update_mode()
+    qtbot.waitUntil(lambda: window.mode_label.text() == "Mode: Ollama: llama3.2")
+    fake_ollama.script(Reply.dies(shutdown_server=True))
+    bank.retract_entity(_dana(bank).id)  # outside the studio: the indicator runs them
+    indicator = window.jobs_indicator
+    indicator.recount()
+    qtbot.waitUntil(lambda: indicator.pending > 0)
+    indicator.run()
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    assert bank.pending_jobs() == 0  # rules profiles stood in
+    message = window.statusBar().currentMessage()
+    assert message.startswith("Observations rebuilt") and "by rules, the model failed" in message
+    qtbot.waitUntil(lambda: "not reachable" in window.mode_label.text())
+    # However narrow the status bar, the whole reason is one hover away.
+    assert window.mode_label.toolTip().startswith(window.mode_label.text())
