@@ -106,11 +106,7 @@ class JobsIndicator(QWidget):
         if report is not None:
             failed = f", {len(report.failed)} failed" if report.failed else ""
             # A profile the model could not write was written by rules: say so.
-            fell_back = (
-                f"; {len(report.notes)} by rules, the model failed ({report.notes[0]})"
-                if report.notes
-                else ""
-            )
+            fell_back = f"; {report.fallback_note()}" if report.notes else ""
             self.state.status.emit(
                 f"Observations rebuilt: {report.observations_written} written,"
                 f" {report.observations_removed} removed{failed}{fell_back}."

@@ -73,6 +73,14 @@ class JobsReport:
     notes: list[str] = field(default_factory=list)
     change: Change = field(default_factory=Change)
 
+    def fallback_note(self) -> str:
+        """'N by rules, the model failed (first reason)', or '' when the model
+        wrote every profile asked of it: a report must never read "(llm)" alone
+        over profiles the rules wrote."""
+        if not self.notes:
+            return ""
+        return f"{len(self.notes)} by rules, the model failed ({self.notes[0]})"
+
 
 def queue_observation_jobs(
     con: duckdb.DuckDBPyConnection, entity_ids: Sequence[str], now: datetime

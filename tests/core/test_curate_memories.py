@@ -189,3 +189,21 @@ def test_cli_listing_marks_what_is_not_active_and_the_jobs_hint_pastes_into_a_sh
     [hidden] = [line for line in lines if line.startswith(cello)]
     assert "[hidden] " in hidden
     assert not any("[hidden]" in line for line in lines if not line.startswith(cello))
+
+
+def test_cli_jobs_whose_model_died_say_they_were_written_by_rules(built, fake_ollama, capsys):
+    from tests.fakes.ollama_server import Reply
+    from tests.support.reflection import use_fake
+
+    bank, b = built
+    engine, home = bank.engine, str(bank.engine.home)
+    bank.close()
+    use_fake(engine, fake_ollama)
+    args = ["--home", home]
+    assert cli([*args, "retract", "test", "Bob", "--no-jobs"]) == 0
+    capsys.readouterr()
+    fake_ollama.script(Reply.dies(shutdown_server=True))
+    assert cli([*args, "jobs", "run", "test", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    # The line said "(llm)" though every profile was written by the rules.
+    assert "by rules, the model failed" in out and "not reachable" in out, out
