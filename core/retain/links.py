@@ -141,8 +141,10 @@ def plan_entity_links(
         fresh_ids = {u.id for u in fresh}
         everyone = [u for u in existing.get(entity_id, ()) if u.id not in fresh_ids]
         everyone += list(fresh)
-        # Undated units sort first (oldest), ties by their order in the document.
-        everyone.sort(key=lambda u: (u.when is not None, u.when or datetime.min, u.order))
+        # Undated units sort first (oldest), ties by their order in the document,
+        # then by id: which stored units fill the cap must not depend on the
+        # order a query happened to return them in.
+        everyone.sort(key=lambda u: (u.when is not None, u.when or datetime.min, u.order, u.id))
         position = {u.id: i for i, u in enumerate(everyone)}
         for unit in fresh:
             p = position[unit.id]
@@ -168,7 +170,7 @@ def plan_temporal_links(
         return
     new_ids = {u.id for u in new_units}
     pool = [u for u in existing if u.when is not None and u.id not in new_ids] + dated_new
-    pool.sort(key=lambda u: (u.when, u.order))
+    pool.sort(key=lambda u: (u.when, u.order, u.id))  # by id last: see plan_entity_links
     times = np.array([_hours(u.when) for u in pool])
     orders = np.array([u.order for u in pool])
     index = {u.id: i for i, u in enumerate(pool)}
