@@ -106,12 +106,12 @@ class JobsIndicator(QWidget):
         if report is not None:
             failed = f", {len(report.failed)} failed" if report.failed else ""
             # A profile the model could not write was written by rules: say so.
-            fell_back = f"; {report.fallback_note()}" if report.notes else ""
+            fell_back = f"; {report.fallback_note()}" if report.fallback_note() else ""
             self.state.status.emit(
                 f"Observations rebuilt: {report.observations_written} written,"
                 f" {report.observations_removed} removed{failed}{fell_back}."
             )
-            if report.notes or report.failed:
+            if fell_back or report.failed:
                 self.state.recheck_mode()  # the model may have gone: show what is now
         self.recount()
 

@@ -61,7 +61,7 @@ def run_pending(bank, engine: Engine, *, rules: bool = False, quiet: bool = Fals
         f"jobs: {report.processed} run, {report.observations_written} observation(s) rebuilt,"
         f" {report.observations_removed} removed ({report.mode})"
         + (f", {len(report.failed)} failed" if report.failed else "")
-        + (f"; {report.fallback_note()}" if report.notes else "")
+        + (f"; {report.fallback_note()}" if report.fallback_note() else "")
     )
     return len(report.failed)
 

@@ -207,3 +207,22 @@ def test_cli_jobs_whose_model_died_say_they_were_written_by_rules(built, fake_ol
     out = capsys.readouterr().out
     # The line said "(llm)" though every profile was written by the rules.
     assert "by rules, the model failed" in out and "not reachable" in out, out
+
+
+def test_cli_jobs_with_the_model_down_say_why_the_rules_wrote_them(built, capsys):
+    from core import EngineSettings
+    from tests.fakes.ollama_server import FakeOllama
+
+    with FakeOllama() as server:
+        dead = server.url  # nothing listens there once it stopped
+    bank, b = built
+    engine, home = bank.engine, str(bank.engine.home)
+    bank.close()
+    engine.set_settings(EngineSettings(ollama_host=dead, ollama_model="llama3.2"))
+    args = ["--home", home]
+    assert cli([*args, "retract", "test", "Bob", "--no-jobs"]) == 0
+    capsys.readouterr()
+    assert cli([*args, "jobs", "run", "test", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    # "(rules)" alone before: the person chose a model and was not told why it was not used.
+    assert "(rules); by rules: Ollama not reachable at" in out, out
