@@ -237,3 +237,19 @@ def test_rebuilds_whose_model_died_say_so_and_recheck_the_mode(qtbot, window, fa
     qtbot.waitUntil(lambda: "not reachable" in window.mode_label.text())
     # However narrow the status bar, the whole reason is one hover away.
     assert window.mode_label.toolTip().startswith(window.mode_label.text())
+
+
+@pytest.mark.slow
+def test_an_agents_retain_through_the_server_is_rebuilt_at_once(qtbot, window, tmp_path):
+    """A change from the studio's server that adds a document (an agent's retain)
+    queued rebuilds the indicator left pending: only the Ingest pane runs its own."""
+    bank = window.state.bank
+    chat = tmp_path / "agent.txt"
+    chat.write_text("## 2025-07-31 09:00\nMaya: Dana signed the renewal this morning.\n", "utf-8")
+    report = bank.ingest(chat, mode="rules")  # as the server's retain route does
+    assert bank.pending_jobs() > 0
+    wait_idle(qtbot, window.runner)
+    window.state.broadcast(report.change)
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    qtbot.waitUntil(lambda: bank.pending_jobs() == 0, timeout=30_000)
+    qtbot.waitUntil(lambda: window.jobs_indicator.label.text() == "Jobs: none")
