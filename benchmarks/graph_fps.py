@@ -72,7 +72,7 @@ def main() -> int:
         "--seed-layout",
         action="store_true",
         help="place nodes at their seed positions instead of the force layout "
-        "(measures drawing alone: a 10,000-node layout takes minutes)",
+        "(measures drawing alone; benchmarks/graph_layout.py measures the layout)",
     )
     args = parser.parse_args()
 

@@ -13,6 +13,7 @@ from app.graph.model import LINK_KINDS, UNKNOWN_NETWORK, GraphData, trace_node_i
 from app.graph.widget import GraphWidget
 from app.runner import Runner
 from core import adjacency, spread
+from tests.support.graphs import random_graph
 
 MU = {"causal": 1.0, "entity": 0.9, "temporal": 0.6, "semantic": 0.6}
 
@@ -31,22 +32,6 @@ def chain() -> GraphData:
         ("a", "c", "nonsense", 1.0),  # unknown kind: dropped
     ]
     return GraphData.build(nodes, links, {"a": "Alice works at Google", "b": "I met Alice"})
-
-
-def random_graph(n: int, m: int, seed: int = 3) -> GraphData:
-    rng = np.random.default_rng(seed)
-    ids = [f"u{i:04d}" for i in range(n)]
-    links = [
-        (ids[a], ids[b], LINK_KINDS[k], float(w))
-        for a, b, k, w in zip(
-            rng.integers(0, n, m),
-            rng.integers(0, n, m),
-            rng.integers(0, 4, m),
-            rng.random(m),
-            strict=True,
-        )
-    ]
-    return GraphData.build([(u, "world") for u in ids], links)
 
 
 # -- model and layout ---------------------------------------------------------------
