@@ -457,7 +457,14 @@ class MainWindow(QMainWindow):
             host.setWidget(pane)
             pane.show()  # a widget put in a visible scroll area is not shown by it
             pane.restore_state(self.settings())
+            timeline = getattr(pane, "timeline_requested", None)
+            if timeline is not None:  # the entity map's click-through
+                timeline.connect(self.show_opinion_timeline)
         return pane
+
+    def show_opinion_timeline(self, entity: str) -> None:
+        """The Opinion timelines pane, filtered to one entity's opinions."""
+        self.show_pane("timelines").show_entity(entity)
 
     @property
     def panes(self) -> list[Pane]:

@@ -12,12 +12,13 @@ re-reads itself from the `Change` they return.
 from __future__ import annotations
 
 from collections.abc import Callable
+from html import escape
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFontMetrics
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -33,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.graph.entitymap import EntityMap, read
+from app.graph.notes import place_note
 from app.panes.base import Pane, empty_label, muted_label
 from app.panes.entity_dialogs import RetractEntityDialog
 from app.runner import describe
@@ -43,7 +45,8 @@ if TYPE_CHECKING:
     from core import Bank, Change
 
 TYPE_COLORS = ("#3b82f6", "#10b981", "#f59e0b", "#8b5cf6", "#ef4444", "#14b8a6", "#64748b")
-LABELS = 25  # the most mentioned entities are named; others on hover
+LABELS = 25  # the most mentioned entities are named (where their names fit); others on hover
+LABEL_MARGIN = 8.0  # a text item's margins around its text, in pixels
 PICK_PX = 12.0  # how near (in pixels) the pointer must be to pick a node
 
 
@@ -73,8 +76,18 @@ class EntityMapView(pg.PlotWidget):
             self.addItem(item)
         self.edges.setZValue(-10)
         self._labels: list[pg.TextItem] = []
+        self._label_order: list[int] = []  # most mentioned first: who gets a label first
         self._drag: int | None = None
+        self._hovered: int | None = None
         self.type_brushes: dict[str, QBrush] = {}
+        # Every entity is named when the pointer rests on it (only the biggest carry a label).
+        self.hover_label = pg.TextItem(
+            "", color="#1d2430", fill=QColor(255, 255, 255, 230), anchor=(0.5, 1.2)
+        )
+        self.hover_label.setZValue(30)
+        self.hover_label.hide()
+        self.addItem(self.hover_label, ignoreBounds=True)
+        self.getPlotItem().getViewBox().sigRangeChanged.connect(self._place_labels)
 
     def set_map(self, emap: EntityMap) -> None:
         self.map = emap
@@ -94,14 +107,75 @@ class EntityMapView(pg.PlotWidget):
         for label in self._labels:
             self.removeItem(label)
         self._labels = []
-        for i in np.argsort(-facts, kind="stable")[:LABELS].tolist():
-            label = pg.TextItem(emap.entities[i].name, color="#1d2430", anchor=(0.5, 1.2))
-            label.setPos(QPointF(*pos[i]))
+        self._label_order = np.argsort(-facts, kind="stable")[:LABELS].tolist()
+        for i in self._label_order:
+            label = pg.TextItem(emap.entities[i].name, color="#1d2430", anchor=(0.5, 0.0))
             self.addItem(label)
             self._labels.append(label)
         self.selection.setData([], [])
         self.ghost.setData([], [])
+        self._hovered = None
+        self.hover_label.hide()
         self.getPlotItem().getViewBox().autoRange(padding=0.05)
+        self._place_labels()
+
+    def _place_labels(self, *_: object) -> None:
+        """Each label just above its entity's disc (in pixels, whatever the zoom), or
+        just under it when above would cover a bigger entity's label; hidden when
+        both would: overlapping names are unreadable (hidden ones are named on hover)."""
+        if self.map is None or not self._labels:
+            return
+        vb = self.getPlotItem().getViewBox()
+        metrics = QFontMetrics(self._labels[0].textItem.font())
+        placed: list[QRectF] = []
+        for i, label in zip(self._label_order, self._labels, strict=True):
+            at = vb.mapViewToScene(QPointF(*self.map.positions[i]))
+            box = metrics.boundingRect(self.map.entities[i].name)
+            w, h = box.width() + LABEL_MARGIN, box.height() + LABEL_MARGIN
+            gap = self.sizes[i] / 2 + 1.0
+            above = QRectF(at.x() - w / 2, at.y() - gap - h, w, h)
+            below = QRectF(at.x() - w / 2, at.y() + gap, w, h)
+            free = [r for r in (above, below) if not any(r.intersects(o) for o in placed)]
+            label.setVisible(bool(free))
+            if free:
+                rect = free[0]
+                placed.append(rect)
+                label.setAnchor((0.5, 0.0))  # the rectangle's top-centre is the label's place
+                label.setPos(vb.mapSceneToView(QPointF(rect.center().x(), rect.top())))
+
+    def labelled(self) -> list[str]:
+        """The names drawn as labels now (tests)."""
+        return [label.textItem.toPlainText() for label in self._labels if label.isVisible()]
+
+    def label_rects(self) -> list[QRectF]:
+        """The drawn labels' rectangles in scene coordinates (tests: none overlap)."""
+        return [
+            label.textItem.mapRectToScene(label.textItem.boundingRect())
+            for label in self._labels
+            if label.isVisible()
+        ]
+
+    def hover(self, i: int | None) -> None:
+        """Name the entity under the pointer (None hides the note)."""
+        if i == self._hovered:
+            return
+        self._hovered = i
+        if i is None or self.map is None:
+            self.hover_label.hide()
+            return
+        entity = self.map.entities[i]
+        facts = f"{entity.mention_count} fact{'' if entity.mention_count == 1 else 's'}"
+        self.hover_label.setText(f"{entity.name} · {entity.type} · {facts}")
+        vb = self.getPlotItem().getViewBox()
+        place_note(self.hover_label, vb, tuple(self.map.positions[i]), self.sizes[i] / 2)
+
+    def hover_text(self) -> str:
+        return self.hover_label.textItem.toPlainText() if self.hover_label.isVisible() else ""
+
+    def hover_rect(self) -> QRectF:
+        """Where the hover note is drawn, in scene coordinates (tests: by its entity)."""
+        item = self.hover_label.textItem
+        return item.mapRectToScene(item.boundingRect())
 
     def select(self, i: int | None) -> None:
         if i is None or self.map is None:
@@ -144,12 +218,17 @@ class EntityMapView(pg.PlotWidget):
 
     def mouseMoveEvent(self, ev) -> None:  # noqa: N802
         if self._drag is None:
+            self.hover(self.node_at(ev.position().toPoint()))
             super().mouseMoveEvent(ev)
             return
         vb = self.getPlotItem().getViewBox()
         at = vb.mapSceneToView(self.mapToScene(ev.position().toPoint()))
         self.ghost.setData(pos=[(at.x(), at.y())], size=[self.sizes[self._drag]])
         ev.accept()
+
+    def leaveEvent(self, ev) -> None:  # noqa: N802
+        self.hover(None)
+        super().leaveEvent(ev)
 
     def mouseReleaseEvent(self, ev) -> None:  # noqa: N802
         if self._drag is None:
@@ -175,6 +254,7 @@ def _ask(parent: QWidget, title: str, text: str) -> bool:
 class EntityMapPane(Pane):
     title = "Entity map"
     slug = "entity-map"
+    timeline_requested = Signal(str)  # an entity's name: the shell opens its opinion timeline
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
@@ -205,12 +285,18 @@ class EntityMapPane(Pane):
         self.facts.setWordWrap(True)
         self.retract_button = QPushButton("Retract entity…")
         self.retract_button.clicked.connect(self.request_retract)
+        self.timeline_button = QPushButton("Opinion timeline")
+        self.timeline_button.setToolTip("The opinions about this entity, over time")
+        self.timeline_button.clicked.connect(self._timeline_clicked)
         side = QWidget()
         sv = QVBoxLayout(side)
         sv.addWidget(self.name)
         sv.addWidget(QLabel("Facts, in time order:"))
         sv.addWidget(self.facts, 1)
-        sv.addWidget(self.retract_button)
+        actions = QHBoxLayout()
+        actions.addWidget(self.timeline_button)
+        actions.addWidget(self.retract_button)
+        sv.addLayout(actions)
         side.setMinimumWidth(260)
         self.side = side
         self.side.hide()
@@ -229,12 +315,11 @@ class EntityMapPane(Pane):
         root = QVBoxLayout(self)
         root.addLayout(bar)
         root.addWidget(self.stack, 1)
-        legend = QLabel(
-            "Size: facts mentioning the entity · colour: type · edge: facts mentioning both · "
-            "drag an entity onto another to merge them"
-        )
-        legend.setWordWrap(True)
-        root.addWidget(legend)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self._show_legend({})
+        root.addWidget(self.legend)
         self.set_bank(state.bank)
 
     # -- pane interface ----------------------------------------------------------
@@ -281,6 +366,7 @@ class EntityMapPane(Pane):
             f"links drawn (each entity's strongest)"
         )
         self.view.set_map(emap)
+        self._show_legend(self.view.type_brushes)
         if self.selected and self.selected in g.index:
             self.select_entity(self.selected)
         elif self.selected in self._retracted:
@@ -288,6 +374,19 @@ class EntityMapPane(Pane):
         else:
             self.selected = None
             self.side.hide()
+
+    def _show_legend(self, brushes: dict[str, QBrush]) -> None:
+        """What size, colour and edges mean, with each type's colour named."""
+        types = " ".join(
+            f'<span style="color:{brush.color().name()}">●</span>&nbsp;{escape(kind)}'
+            for kind, brush in brushes.items()
+        )
+        self.legend.setText(
+            "Size: facts mentioning the entity · colour: type"
+            + (f" ({types})" if types else "")
+            + " · edge: facts mentioning both · hover an entity for its name · "
+            "drag an entity onto another to merge them"
+        )
 
     # -- selection ----------------------------------------------------------------
 
@@ -301,6 +400,7 @@ class EntityMapPane(Pane):
         self.view.select(i)
         self.side.show()
         self.retract_button.setText("Retract entity…")
+        self.timeline_button.setEnabled(True)
         seen = ""
         if entity.first_seen and entity.last_seen:
             seen = f"<br>{entity.first_seen:%d %b %Y} – {entity.last_seen:%d %b %Y}"
@@ -327,6 +427,7 @@ class EntityMapPane(Pane):
             f"and the default views; Restore (or Undo) brings it back. It had:"
         )
         self.retract_button.setText("Restore entity")
+        self.timeline_button.setEnabled(False)  # retracted: its opinions are hidden
         self.facts.clear()
         self.facts.addItem("Loading…")
         bank = self.bank
@@ -345,6 +446,10 @@ class EntityMapPane(Pane):
         for unit in timed:
             when = f"{unit.occurred_start:%d %b %Y}  " if unit.occurred_start else ""
             self.facts.addItem(f"{when}{unit.text}")
+
+    def _timeline_clicked(self) -> None:
+        if self.selected is not None and self.selected not in self._retracted:
+            self.timeline_requested.emit(self._name(self.selected))
 
     # -- curation through the engine -----------------------------------------------
 

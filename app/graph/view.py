@@ -23,15 +23,17 @@ from collections.abc import Iterable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 from app.graph.model import LINK_KINDS, GraphData, strongest_per_node
+from app.graph.notes import place_note
 from app.graph.style import LEVELS, GraphStyle
 
 TOP_LABELS = 12  # labels without hovering at most: seeds and packed results first
 LABEL_CHARS = 42
+LABEL_PAD_X, LABEL_PAD_Y = 8.0, 8.0  # a label's box around its text (its margins), in pixels
 LOD_NODES = 3000  # above this, level of detail (see the module docstring)
 LOD_VISIBLE_SHARE = 0.35  # resting edges show once the view spans less than this share
 
@@ -77,7 +79,7 @@ class GraphView(pg.PlotWidget):
         self._marked = np.zeros(0, dtype=bool)
         self._selected: int | None = None
         self._hovered: int | None = None
-        self._label_top: tuple[int, ...] = ()
+        self._label_top: tuple[tuple[int, str], ...] = ()  # (node, its label text)
         self._label_pool: tuple[int, ...] = ()
         self._sizes = np.zeros(0)
         self._pair_x: dict[str, np.ndarray] = {}
@@ -356,7 +358,9 @@ class GraphView(pg.PlotWidget):
     def _update_labels(self, rank_by: np.ndarray, force: bool = False) -> None:
         """Label the seeds and the packed results (strongest first), skipping any
         whose label would cover one already placed, so every label stays legible.
-        Every other node is named only when hovered."""
+        A label stays inside the view: shifted in from a side, put under its node
+        at the top, shortened when wider than the view (the recall debugger's
+        graph is a few hundred pixels wide). Every other node is named only when hovered."""
         n = self.graph.node_count
         wanted = np.zeros(n, dtype=bool)
         if self._seeds.size == n:
@@ -372,33 +376,53 @@ class GraphView(pg.PlotWidget):
             return
         self._label_pool = key
         vb = self.getPlotItem().getViewBox()
+        view = vb.sceneBoundingRect().adjusted(2.0, 2.0, -2.0, -2.0)
         placed: list[QRectF] = []
-        chosen: list[tuple[int, QPointF]] = []
+        chosen: list[tuple[int, str, QPointF]] = []
         for i in ordered:
             if len(chosen) == TOP_LABELS:
                 break
-            text = _short(self.graph.label(i))
-            box = self._label_metrics.boundingRect(text)
-            w, h = box.width() + 8.0, box.height() + 4.0
             at = vb.mapViewToScene(QPointF(*self.pos[i]))
+            if not view.contains(at):
+                continue  # panned or zoomed out of sight
+            text = _short(self.graph.label(i))
+            if self._label_metrics.horizontalAdvance(text) + LABEL_PAD_X > view.width():
+                text = self._label_metrics.elidedText(
+                    text, Qt.TextElideMode.ElideRight, int(view.width() - LABEL_PAD_X)
+                )
+            box = self._label_metrics.boundingRect(text)
+            w, h = box.width() + LABEL_PAD_X, box.height() + LABEL_PAD_Y
             lift = self._size_of(i) / 2 + 2.0  # the label's foot just clears the node
             rect = QRectF(at.x() - w / 2, at.y() - lift - h, w, h)
+            if rect.top() < view.top():
+                rect.moveTop(at.y() + lift)  # no room above: under the node
+            rect.translate(max(view.left() - rect.left(), 0.0), 0.0)
+            rect.translate(min(view.right() - rect.right(), 0.0), 0.0)
             if any(rect.intersects(other) for other in placed):
                 continue
             placed.append(rect)
-            chosen.append((i, vb.mapSceneToView(QPointF(at.x(), at.y() - lift))))
-        top = tuple(i for i, _at in chosen)
+            foot = QPointF(rect.center().x(), rect.bottom())
+            chosen.append((i, text, vb.mapSceneToView(foot)))
+        top = tuple((i, text) for i, text, _at in chosen)
         if top == self._label_top and not force:
             return
         self._label_top = top
         for slot, label in enumerate(self._labels):
             if slot < len(chosen):
-                i, at = chosen[slot]
-                label.setText(_short(self.graph.label(i)))
+                _i, text, at = chosen[slot]
+                label.setText(text)
                 label.setPos(at)
                 label.show()
             else:
                 label.hide()
+
+    def label_rects(self) -> list[QRectF]:
+        """The drawn labels' rectangles in scene coordinates (tests: inside the view)."""
+        return [
+            label.textItem.mapRectToScene(label.textItem.boundingRect())
+            for label in self._labels
+            if label.isVisible()
+        ]
 
     def set_seeds(self, unit_ids: Iterable[str]) -> None:
         """The seeds of the activation: always labelled."""
@@ -467,7 +491,7 @@ class GraphView(pg.PlotWidget):
         return self._sizes.copy()
 
     def labelled(self) -> list[str]:
-        return [self.graph.ids[i] for i in self._label_top]
+        return [self.graph.ids[i] for i, _text in self._label_top]
 
     # -- pointer ----------------------------------------------------------------------
 
@@ -488,8 +512,8 @@ class GraphView(pg.PlotWidget):
         if self._levels is not None and self._levels[i] > 0:
             text += f"\nactivation {self._levels[i]:.3f}"
         self._hover_label.setText(text)
-        self._hover_label.setPos(QPointF(*self.pos[i]))
-        self._hover_label.show()
+        vb = self.getPlotItem().getViewBox()
+        place_note(self._hover_label, vb, tuple(self.pos[i]), self._size_of(i) / 2)
         self.node_hovered.emit(self.graph.ids[i])
 
     def hover_node(self, unit_id: str | None) -> None:
@@ -500,6 +524,11 @@ class GraphView(pg.PlotWidget):
 
     def hover_text(self) -> str:
         return self._hover_label.textItem.toPlainText() if self._hover_label.isVisible() else ""
+
+    def hover_rect(self) -> QRectF:
+        """Where the hover note is drawn, in scene coordinates (tests: inside the view)."""
+        item = self._hover_label.textItem
+        return item.mapRectToScene(item.boundingRect())
 
     def find(self, text: str) -> list[str]:
         """Nodes whose text (or id) contains `text`, strongest first."""

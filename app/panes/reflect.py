@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -72,7 +73,8 @@ PRESETS = (
 )
 MAX_PROFILES = 4
 MIN_PROFILES = 2
-DIFF_STYLE = "background-color: rgba(250, 204, 21, 0.45);"  # legible on light and dark
+DIFF_RGBA = (250, 204, 21, 0.45)  # legible on light and dark
+DIFF_STYLE = f"background-color: rgba{DIFF_RGBA};"
 OFFLINE_TEXT = (
     "<b>Offline mode.</b> No language model is reachable, so every answer is the "
     "<i>extractive reflection</i>: the evidence Θ selects and orders, quoted. Choose an "
@@ -337,12 +339,26 @@ class ReflectionColumn(QFrame):
         self.evidence = QListWidget()
         self.evidence.setWordWrap(True)
         self.evidence.setMinimumHeight(60)
+        # Marked as in the answer: the memories no other column uses (the list is
+        # what the eye reads first; the answer's own marks can sit below its fold).
+        theirs = {u for o in others for u in o.evidence_ids}
+        r, g, b, alpha = DIFF_RGBA
+        only_here = QBrush(QColor(r, g, b, round(alpha * 255)))
+        unique = 0
         for e in reflection.evidence:
             item = QListWidgetItem(f"[{e.network}] {e.text}")
             item.setData(Qt.ItemDataRole.UserRole, e.unit_id)
-            item.setToolTip(f"{e.text}\n\n{e.date} · score {e.score:.3f} · id {e.unit_id}")
+            tip = f"{e.text}\n\n{e.date} · score {e.score:.3f} · id {e.unit_id}"
+            if others and e.unit_id not in theirs:
+                unique += 1
+                item.setBackground(only_here)
+                tip = "Only this profile uses it.\n\n" + tip
+            item.setToolTip(tip)
             self.evidence.addItem(item)
-        layout.addWidget(QLabel(f"Evidence used ({len(reflection.evidence)})"))
+        only = f" · {unique} only here, marked" if unique else ""
+        heading = QLabel(f"Evidence used ({len(reflection.evidence)}{only})")
+        heading.setWordWrap(True)  # a column is ~230 px wide
+        layout.addWidget(heading)
         layout.addWidget(self.evidence, 2)
         if reflection.left_out:
             left = muted_label(f"{len(reflection.left_out)} recalled facts left out by Θ")

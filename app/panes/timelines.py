@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QDate, QPointF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QPen
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QDateEdit,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -62,6 +63,8 @@ LINE_COLORS = (
 )  # fmt: skip
 MARKER_SIZE = 13
 HOVER_WIDTH = 380  # pixels: the hover note wraps to this width
+LEGEND_CHARS = 48  # a legend line is at most about this long (and never wider than the plot)
+LEGEND_SAMPLE_PX = 60  # the legend's offset, its line sample and margins
 EMPTY = (
     "No opinions in this bank yet — ingest a conversation with <b>Ctrl+I</b>.<br>"
     "Opinions are the agent's beliefs; each step of their confidence shows here with its evidence."
@@ -234,6 +237,7 @@ class TimelinePlot(pg.PlotWidget):
         self.markers: dict[str, pg.ScatterPlotItem] = {}
         self.points: dict[str, list[Point]] = {}
         self.texts: dict[str, str] = {}
+        vb.sigResized.connect(self._fit_legend)
         fill = QBrush(QColor(bg.red(), bg.green(), bg.blue(), 235))
         self._hover = pg.TextItem(
             "", color=text, fill=fill, border=pg.mkPen(text, width=1), anchor=(0, 1)
@@ -259,8 +263,7 @@ class TimelinePlot(pg.PlotWidget):
             color = QColor(LINE_COLORS[n % len(LINE_COLORS)])
             pen = pg.mkPen(color, width=2.2)
             x, y = step_xy(points, until)
-            name = text if len(text) <= 48 else text[:47] + "…"
-            line = pg.PlotDataItem(x, y, pen=pen, name=name)
+            line = pg.PlotDataItem(x, y, pen=pen, name=text)
             self.addItem(line)
             symbols = [MARKERS.get(p.relation, OTHER_MARKER)[0] for p in points]
             brushes = [self._brushes.get(p.relation, self._other_brush) for p in points]
@@ -286,6 +289,32 @@ class TimelinePlot(pg.PlotWidget):
             self.points[opinion_id] = points
             self.texts[opinion_id] = text
         self.getPlotItem().setYRange(0.0, 1.0, padding=0.03)
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """Each legend line elided to the plot's width: in a small window the plot is
+        a third of the screen, and a full opinion would run past its edge. (Rebuilt,
+        not relabelled: pyqtgraph's legend only sizes itself to items as added.)"""
+        font = QFont(self.font())
+        size = str(self.legend.opts.get("labelTextSize") or "")
+        if size.endswith("pt"):
+            font.setPointSizeF(float(size[:-2]))
+        metrics = QFontMetrics(font)
+        room = int(self.getPlotItem().getViewBox().width()) - LEGEND_SAMPLE_PX
+        width = max(60, min(room, metrics.horizontalAdvance("x" * LEGEND_CHARS)))
+        names = {
+            oid: metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
+            for oid, text in self.texts.items()
+        }
+        if [label.text for _sample, label in self.legend.items] == list(names.values()):
+            return
+        self.legend.clear()
+        for oid, line in self.lines.items():
+            self.legend.addItem(line, names[oid])
+
+    def legend_rect(self):
+        """The legend's rectangle in scene coordinates (tests: it stays in the plot)."""
+        return self.legend.sceneBoundingRect()
 
     def clear_opinions(self) -> None:
         for item in (*self.lines.values(), *self.markers.values()):
@@ -436,6 +465,9 @@ class TimelinesPane(Pane):
         self.past_texts = QTextBrowser()
         self.past_texts.setMaximumHeight(140)
         self.steps = read_only_table(["when", "step", "confidence", "reason"], stretch=3)
+        # The reason wraps in its row (the side panel is narrow: one line cut it short).
+        self.steps.setWordWrap(True)
+        self.steps.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.steps.cellDoubleClicked.connect(self._step_activated)
         # Imported here: app.graph.detail builds on app.panes, which lists this pane.
         from app.graph.detail import ReadOnlyUnitDetail
@@ -515,6 +547,11 @@ class TimelinesPane(Pane):
         self.entity.setFocus()
         self.entity.selectAll()
         return True
+
+    def show_entity(self, entity: str) -> None:
+        """The opinions about one entity (the entity map's click-through)."""
+        self.entity.setText(entity)
+        self.reload()
 
     # -- loading --------------------------------------------------------------------------------
 

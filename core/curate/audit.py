@@ -183,8 +183,13 @@ def summarize(action: str, before: Mapping[str, Any], after: Mapping[str, Any]) 
     if before.get("redacted"):
         return f"{action} (details removed by a purge)"
     if action == "edit_unit":
-        changed = [k for k in after if before.get(k) != after.get(k)]
-        return f"edited unit {before.get('id', '')}: {', '.join(changed) or 'nothing'}"
+        # The unit by its text (an id says nothing in a list), a number by how it moved.
+        changed = [
+            f"{k} {_number(before.get(k))} → {_number(after.get(k))}" if k == "confidence" else k
+            for k in after
+            if before.get(k) != after.get(k)
+        ]
+        return f"edited “{_short(before.get('text'))}”: {', '.join(changed) or 'nothing'}"
     if action == "delete_units":
         return f"deleted {before.get('count', 0)} unit(s)"
     if action == "add_unit":
@@ -223,6 +228,10 @@ def summarize(action: str, before: Mapping[str, Any], after: Mapping[str, Any]) 
     if action in (UNDO, REDO):
         return f"{action} of #{before.get('seq')} ({before.get('action')})"
     return action
+
+
+def _number(value: Any) -> str:
+    return "—" if value is None else f"{float(value):.2f}"
 
 
 def _short(text: Any, width: int = 60) -> str:

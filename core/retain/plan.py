@@ -418,7 +418,7 @@ def _opinions(
                         None,
                         happened,
                         None,
-                        f"formed from turns {', '.join(fact.source_ids)}",
+                        formed_reason(fact),
                         new_text=fact.text,
                     )
                 )
@@ -537,6 +537,14 @@ def _units_between(
         [start, end],
     ).fetchall()
     return [Timed(r[0], r[1], -1) for r in rows if r[0] not in excluded]
+
+
+def formed_reason(fact: Fact) -> str:
+    """Why an opinion formed, as its timeline shows it: who said it (turn ids
+    mean nothing to a person; the step's time is beside it)."""
+    if fact.speakers:
+        return f"formed from what {' and '.join(fact.speakers)} said"
+    return f"formed from turns {', '.join(fact.source_ids)}"
 
 
 __all__ = ["ACTIVE_FACTS", "FACT_NETWORKS_SQL", "SEARCH_K", "IngestRun", "Plan", "plan_document"]

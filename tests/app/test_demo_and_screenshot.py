@@ -73,8 +73,8 @@ def test_a_cancelled_demo_build_leaves_no_half_bank(engine, demo_folder):
     assert engine.banks() == []
 
 
-@pytest.mark.slow
-def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
+def _screenshot(tmp_path, demo_subset_home, *options: str):
+    """`engram screenshot --out <tmp>/shots --home <a copy of the demo subset> OPTIONS`."""
     home = tmp_path / "home"
     shutil.copytree(demo_subset_home, home)
     with Engine(home) as engine:
@@ -82,18 +82,9 @@ def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
     out = tmp_path / "shots"
     # A process of its own: the tool sets up its own QApplication, theme and QSettings.
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HF_HUB_OFFLINE": "1"}
-    command = [
-        sys.executable,
-        "-m",
-        "app.main",
-        "screenshot",
-        "--out",
-        str(out),
-        "--home",
-        str(home),
-    ]
+    command = [sys.executable, "-m", "app.main", "screenshot", "--out", str(out)]
     done = subprocess.run(
-        [*command, "--size", "1200x800"],
+        [*command, "--home", str(home), *options],
         env=env,
         cwd=REPO,
         capture_output=True,
@@ -101,6 +92,12 @@ def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
+    return done, out
+
+
+@pytest.mark.slow
+def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
+    done, out = _screenshot(tmp_path, demo_subset_home, "--size", "1200x800")
     names = sorted(p.name for p in out.glob("*.png"))
     for slug in (
         "world",
@@ -121,6 +118,22 @@ def test_screenshot_renders_every_pane(tmp_path, demo_subset_home):
     colours = {image.pixel(x, y) for x in range(0, 1200, 7) for y in range(0, 800, 7)}
     assert len(colours) > 20
     assert "QThread: Destroyed" not in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_screenshot_animate_writes_the_replay_as_numbered_frames(tmp_path, demo_subset_home):
+    """`engram screenshot --animate`: the graph's replay of the demo query, two frames
+    a step, numbered, each a different picture (the animation checked without a display)."""
+    done, out = _screenshot(tmp_path, demo_subset_home, "--animate", "--size", "1000x700")
+    frames = sorted(out.glob("*.png"))
+    assert [f.name for f in frames] == [f"graph-frame-{n:03d}.png" for n in range(len(frames))]
+    assert done.stdout.split() == [str(f) for f in frames]
+    # The seeds, then each step half-way and whole: at least two steps on this subset.
+    assert len(frames) >= 5 and len(frames) % 2 == 1
+    images = [QImage(str(f)) for f in frames]
+    assert all((i.width(), i.height()) == (1000, 700) for i in images)
+    assert all(a != b for a, b in zip(images, images[1:], strict=False))
+    assert "Traceback" not in done.stderr
 
 
 def test_engram_screenshot_is_routed_to_the_studio(capsys):

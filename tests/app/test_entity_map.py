@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import pytest
-from PySide6.QtCore import Qt
+from dataclasses import replace
 
-from app.graph.entity_pane import EntityMapPane
-from app.graph.entitymap import build, strongest_pairs
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+
+from app.graph.entity_pane import EntityMapPane, EntityMapView
+from app.graph.entitymap import EntityMap, build, strongest_pairs
 from app.panes.entity_dialogs import RetractEntityDialog
 from app.runner import Runner
 from app.state import StudioState
+from core import Entity
+from tests.app.conftest import wait_idle
 
 
 @pytest.fixture
@@ -99,3 +104,94 @@ def test_click_shows_facts_and_drag_merges_through_the_engine(qtbot, map_state) 
     pane.request_retract()
     qtbot.waitUntil(lambda: first.id in pane.map.graph.index, timeout=60_000)
     assert pane.selected == first.id and pane.retract_button.text() == "Retract entity…"
+
+
+def _crowded_map() -> EntityMap:
+    """Three big entities nearly on top of each other, two small ones apart."""
+    entities = [
+        Entity("e1", "Northwind Analytics", "org", mention_count=40),
+        Entity("e2", "Tomás Ferreira", "person", mention_count=38),
+        Entity("e5", "Beacon Mobile", "org", mention_count=30),
+        Entity("e3", "Lisbon", "place", mention_count=12),
+        Entity("e4", "Docker Compose", "other", mention_count=1),
+    ]
+    pairs = [("e1", "e2", 5), ("e1", "e5", 4), ("e1", "e3", 2), ("e3", "e4", 1)]
+    emap = build(entities, pairs)
+    at = {"e1": (0.0, 0.0), "e2": (0.02, 0.01), "e5": (-0.02, 0.0), "e3": (1.0, 1.0)}
+    at["e4"] = (-1.0, 1.0)
+    return replace(emap, positions=np.array([at[e.id] for e in emap.entities]))
+
+
+def test_labels_never_cover_each_other_and_hover_names_every_entity(qtbot) -> None:
+    view = EntityMapView()
+    qtbot.addWidget(view)
+    view.resize(500, 400)
+    view.show()
+    qtbot.waitExposed(view)
+    emap = _crowded_map()
+    view.set_map(emap)
+    # Three crowded names: the biggest above its disc, the next under its own,
+    # the third (it would cover one of them) only on hover.
+    assert {"Northwind Analytics", "Tomás Ferreira"} <= set(view.labelled())
+    assert "Beacon Mobile" not in view.labelled()
+    rects = view.label_rects()
+    assert all(not a.intersects(b) for n, a in enumerate(rects) for b in rects[n + 1 :])
+    # A label sits above or under its own disc, never on it (the demo's "Juniper"
+    # label covered its node).
+    vb = view.getPlotItem().getViewBox()
+    for name, rect in zip(view.labelled(), rects, strict=True):
+        i = next(j for j, e in enumerate(emap.entities) if e.name == name)
+        centre, radius = vb.mapViewToScene(QPointF(*emap.positions[i])), view.sizes[i] / 2
+        clear = (
+            rect.bottom() <= centre.y() - radius + 0.5 or rect.top() >= centre.y() + radius - 0.5
+        )
+        assert clear, name
+    # Zoomed in far enough, all three fit and are named.
+    view.getPlotItem().getViewBox().setRange(xRange=(-0.06, 0.07), yRange=(-0.05, 0.06))
+    qtbot.waitUntil(lambda: "Beacon Mobile" in view.labelled())
+    view.getPlotItem().getViewBox().autoRange(padding=0.05)
+    qtbot.waitUntil(lambda: "Beacon Mobile" not in view.labelled())
+    # The pointer on an unlabelled entity names it, with its type and facts.
+    qtbot.mouseMove(view.viewport(), pos=view.view_pos("e5"))
+    qtbot.waitUntil(lambda: view.hover_text() != "")
+    assert view.hover_text() == "Beacon Mobile · org · 30 facts"
+    qtbot.mouseMove(view.viewport(), pos=view.view_pos("e4"))
+    qtbot.waitUntil(lambda: view.hover_text() == "Docker Compose · other · 1 fact")
+    # ...drawn by its entity, inside the view (it once painted far off screen).
+    view.grab()
+    note, seen = view.hover_rect(), vb.sceneBoundingRect()
+    e4 = vb.mapViewToScene(QPointF(-1.0, 1.0))
+    assert seen.contains(note) and note.left() <= e4.x() <= note.right(), (note, e4)
+    assert note.bottom() <= e4.y() - view.sizes[emap.graph.index["e4"]] / 2 + 0.5
+
+
+def test_the_legend_names_the_colour_of_each_type(qtbot, engine) -> None:
+    runner = Runner()
+    state = StudioState(engine, runner)
+    pane = EntityMapPane(state)
+    qtbot.addWidget(pane)
+    pane._arrived(_crowded_map())
+    legend = pane.legend.text()
+    for kind, brush in pane.view.type_brushes.items():
+        assert f'color:{brush.color().name()}">●</span>&nbsp;{kind}' in legend
+    assert len(pane.view.type_brushes) == 4
+    runner.shutdown()
+
+
+@pytest.mark.slow
+def test_an_entity_clicks_through_to_its_opinion_timeline(qtbot, make_window, demo_engine) -> None:
+    window = make_window(start=True, engine=demo_engine)
+    window.resize(1280, 720)
+    window.set_bank(demo_engine.open_bank("Demo"))
+    bank = window.state.bank
+    held = {e for u in bank.opinions(None, limit=2000) for e in u.entity_ids}
+    entity = next(e for e in bank.entities() if e.id in held)  # the most mentioned with opinions
+    emap = window.show_pane("entity-map")
+    qtbot.waitUntil(lambda: emap.map is not None, timeout=60_000)
+    assert emap.select_entity(entity.name) and emap.timeline_button.isEnabled()
+    emap.timeline_button.click()
+    timelines = window.current_pane()
+    assert timelines.slug == "timelines" and timelines.entity.text() == entity.name
+    about = {u.id for u in bank.opinions(entity.id, limit=2000)}
+    qtbot.waitUntil(lambda: set(timelines.listed_ids(visible_only=False)) == about, timeout=30_000)
+    wait_idle(qtbot, window.state.runner)  # the plot's histories, read after the list

@@ -13,6 +13,7 @@ from app.graph.model import LINK_KINDS, UNKNOWN_NETWORK, GraphData, trace_node_i
 from app.graph.widget import GraphWidget
 from app.runner import Runner
 from core import adjacency, spread
+from core.config import DEFAULTS
 from tests.support.graphs import random_graph
 
 MU = {"causal": 1.0, "entity": 0.9, "temporal": 0.6, "semantic": 0.6}
@@ -222,6 +223,18 @@ def widget(qtbot) -> GraphWidget:
     return w
 
 
+def test_the_controls_start_at_the_engines_defaults(widget) -> None:
+    """δ, every μ and the budgets read the engine's configuration spec (issue 15: the
+    graph kept its own copy, μ temporal 0.6 where recall used 0.8)."""
+    assert widget.decay_slider.value() == pytest.approx(DEFAULTS["recall.activation_decay"])
+    for kind, slider in widget.mu_sliders.items():
+        assert slider.value() == pytest.approx(DEFAULTS[f"recall.mu_{kind}"], abs=0.011), kind
+    assert widget.node_budget.value() == DEFAULTS["recall.activation_node_budget"]
+    assert widget.step_budget.value() == DEFAULTS["recall.activation_step_budget"]
+    assert widget.max_steps.value() == DEFAULTS["recall.activation_steps"]
+    assert widget.current_params()["threshold"] == DEFAULTS["recall.activation_threshold"]
+
+
 @pytest.mark.slow
 def test_animation_advances_frames_and_nodes_grow_with_activation(qtbot, widget) -> None:
     g = chain()
@@ -318,6 +331,68 @@ def test_hover_label_and_top_labels(widget) -> None:
     assert widget.view.labelled() == ["a"]
     widget.set_marked(["d", "f"])
     assert widget.view.labelled() == ["a", "d", "f"]
+
+
+def test_play_pause_speed_and_fit_from_the_controls(widget, qtbot) -> None:
+    """The widget's own buttons drive the player and the view (not only the player's API)."""
+    g = fan_graph()
+    act = rerun(g, {"S": 1.0}, decay=1.0, mu=MU, threshold=0.05, max_steps=9, step_budget=2)
+    widget.show_graph(g, activation=act)
+    widget.player.seek(0)
+    widget.speed.setCurrentIndex(widget.speed.findData(4.0))
+    assert widget.player.speed == 4.0
+    with qtbot.waitSignal(widget.player.playing_changed) as started:
+        widget.play_button.click()
+    assert started.args == [True] and widget.play_button.text() == "Pause"
+    qtbot.waitUntil(lambda: widget.player.frame > 0)
+    with qtbot.waitSignal(widget.player.playing_changed) as stopped:
+        widget.play_button.click()
+    assert stopped.args == [False] and widget.play_button.text() == "Play"
+    # Zoomed in on one corner, Fit brings every node back into view.
+    vb = widget.view.getPlotItem().getViewBox()
+    x, y = widget.view.pos[0]
+    vb.setRange(xRange=(x - 0.01, x + 0.01), yRange=(y - 0.01, y + 0.01), padding=0)
+    widget.fit_button.click()
+    (x0, x1), (y0, y1) = vb.viewRange()
+    pos = widget.view.pos
+    assert (pos[:, 0] >= x0).all() and (pos[:, 0] <= x1).all()
+    assert (pos[:, 1] >= y0).all() and (pos[:, 1] <= y1).all()
+
+
+def test_labels_stay_inside_a_narrow_view(qtbot) -> None:
+    """The recall debugger's graph at 1280x720 is ~300 px wide: labels at its edges
+    ran out of it ("…erson; 136 facts", "Atlas (other; 57 facts, 01 March 20"). Each
+    label now shifts in, drops under a node at the top, or is shortened."""
+    w = GraphWidget()
+    qtbot.addWidget(w)
+    w.set_compact(True)  # as the recall debugger has it
+    w.resize(300, 420)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.waitUntil(lambda: w.view.width() <= 300)
+    nodes = [(x, "world") for x in ("top", "left", "right", "mid")]
+    text = "Tomás (person; 136 facts, 03 March 2025 to 18 August 2025) is long"
+    labels = {x: f"{x}: {text}" for x, _ in nodes}
+    g = GraphData.build(
+        nodes, [("mid", x, "entity", 1.0) for x in ("top", "left", "right")], labels
+    )
+    positions = np.array([[0.0, 1.0], [-1.0, 0.0], [1.0, -0.4], [0.0, -1.0]])
+    act = rerun(g, {"mid": 1.0}, decay=0.8, mu=MU, threshold=0.01, max_steps=3)
+    with qtbot.waitSignal(w.layout_ready):
+        w.show_graph(g, activation=act, marked=["top", "left", "right"], positions=positions)
+    w.grab()
+    view = w.view.getPlotItem().getViewBox().sceneBoundingRect()
+    rects = w.view.label_rects()
+    assert len(rects) >= 3
+    for rect in rects:
+        assert view.adjusted(-1, -1, 1, 1).contains(rect), (rect, view)
+    assert all(not a.intersects(b) for n, a in enumerate(rects) for b in rects[n + 1 :])
+    # The hover note of a node at an edge stays whole inside the view too.
+    for node in ("top", "left", "right"):
+        w.view.hover_node(node)
+        w.grab()
+        assert w.view.hover_text().startswith(f"{node}: Tomás")
+        assert view.adjusted(-1, -1, 1, 1).contains(w.view.hover_rect()), node
 
 
 def fan_graph():

@@ -3,6 +3,8 @@ neighbourhood, the packed results ringed, a click showing the unit."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from app.graph.neighbourhood import of_entity, of_trace, of_unit
@@ -78,6 +80,14 @@ def test_a_query_shows_its_neighbourhood_and_a_click_shows_the_unit(qtbot, demo_
     assert pane.graph.view.selected_id == target
     qtbot.waitUntil(lambda: pane.detail.unit is not None and pane.detail.unit.id == target)
     assert not pane.detail.edit_button.isVisibleTo(pane.detail)
+    # The node's links name the entity that carries them ("via Atlas"), never its id.
+    bank = demo_state.bank
+    linked = next(u for u in nb.packed if any(link.entity_id for link in bank.links(u)))
+    pane.graph.node_clicked.emit(linked)
+    qtbot.waitUntil(lambda: "via " in pane.detail.links.text(), timeout=10_000)
+    names = {e.name for e in bank.entities(include_retracted=True)}
+    vias = re.findall(r"via (.+?) · ", pane.detail.links.text())
+    assert vias and set(vias) <= names, vias
 
 
 def test_unit_and_entity_modes(qtbot, demo_state) -> None:

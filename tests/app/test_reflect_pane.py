@@ -4,11 +4,15 @@ commits only the chosen one; profiles save to the bank; past reflections list.""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 from app.panes.reflect import (
     COLUMN_MIN_WIDTH,
+    ReflectionColumn,
     ReflectPane,
     diff_html,
     evidence_diff,
@@ -16,9 +20,10 @@ from app.panes.reflect import (
 )
 from app.runner import Runner
 from app.state import StudioState
-from core import Disposition
+from core import Disposition, Reflection
 from core.reflect import system_prompt
 from core.reflect.disposition import EMPATHY, SKEPTICISM
+from core.reflect.values import OFFLINE_MODE, Evidence
 from tests.app.conftest import wait_idle
 from tests.fakes.ollama_server import Reply
 
@@ -208,3 +213,40 @@ def test_offline_answers_open_with_what_differs_and_four_columns_scroll(
     assert all(c.width() >= c.minimumWidth() >= COLUMN_MIN_WIDTH for c in pane.columns)
     assert host.width() > scroll.viewport().width()
     qtbot.waitUntil(lambda: scroll.horizontalScrollBar().maximum() > 0)
+
+
+def test_evidence_only_one_profile_uses_is_marked_in_its_list(qtbot) -> None:
+    """The evidence list, read first, marks what the answer marks: the memories no
+    other column uses (before, every list looked alike, differences or not)."""
+
+    def reflection(theta: Disposition, used: list[str]) -> Reflection:
+        evidence = tuple(Evidence(u, "world", f"memory {u}", "2025-06-23") for u in used)
+        return Reflection(
+            f"r-{used}", "Why?", theta, "answer", OFFLINE_MODE, "", datetime(2025, 7, 1),
+            evidence=evidence,
+        )  # fmt: skip
+
+    skeptic = reflection(Disposition(5, 5, 1, 0.6), ["a", "b", "c"])
+    trusting = reflection(Disposition(1, 1, 5, 0.6), ["b", "c", "d"])
+    column = ReflectionColumn(skeptic, [trusting])
+    qtbot.addWidget(column)
+    marked = {
+        column.evidence.item(i).data(Qt.ItemDataRole.UserRole)
+        for i in range(column.evidence.count())
+        if column.evidence.item(i).background().style() != Qt.BrushStyle.NoBrush
+    }
+    assert marked == {"a"}
+    assert "Only this profile uses it" in column.evidence.item(0).toolTip()
+    heading = next(x for x in column.findChildren(QLabel) if x.text().startswith("Evidence used"))
+    assert heading.text() == "Evidence used (3 · 1 only here, marked)"
+    # In a narrow column it wraps rather than being cut off (it asks for less than its
+    # one-line width).
+    one_line = heading.fontMetrics().horizontalAdvance(heading.text())
+    assert heading.minimumSizeHint().width() < min(one_line, COLUMN_MIN_WIDTH)
+    # Alone (nothing to compare with), nothing is marked.
+    alone = ReflectionColumn(skeptic, [])
+    qtbot.addWidget(alone)
+    assert all(
+        alone.evidence.item(i).background().style() == Qt.BrushStyle.NoBrush
+        for i in range(alone.evidence.count())
+    )

@@ -3,9 +3,11 @@ list, hover explains a step and a click opens its evidence."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
+from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QImage, QPainter
 
 from app.panes.timelines import Point, TimelinePlot, TimelinesPane, points_of, step_xy
@@ -275,3 +277,58 @@ def test_a_span_of_two_years_names_both_years_and_its_months(qtbot, width):
     assert any("2025" in label for label in labels), labels
     assert any("2026" in label for label in labels), labels
     assert len(labels) >= 4, labels  # months between the years
+
+
+def test_the_legend_stays_inside_a_narrow_plot(qtbot) -> None:
+    """In a 1280x720 window the plot is ~300 px wide: each legend line is elided to
+    it (the demo's ran past the plot's right edge), and widens back with the plot."""
+    plot = TimelinePlot()
+    qtbot.addWidget(plot)
+    plot.resize(330, 500)
+    plot.show()
+    qtbot.waitExposed(plot)
+    text = "Juniper is fairly sure the Beacon launch will slip past June 16 (16 June 2025)."
+    when = datetime(2025, 6, 16)
+    points = [Point("o1", 0, when, 0.8, "formed", None, "", None, "")]
+    plot.show_opinions(
+        [("o1", text, points), ("o2", "Short one", [replace(points[0], opinion_id="o2")])]
+    )
+    vb = plot.getPlotItem().getViewBox()
+    qtbot.waitUntil(lambda: vb.width() < 330)
+    plot.grab()
+    assert vb.sceneBoundingRect().contains(plot.legend_rect())
+    labels = [label.text for _sample, label in plot.legend.items]
+    assert labels[0].endswith("…") and text.startswith(labels[0][:-1])
+    assert labels[1] == "Short one"
+    plot.resize(1000, 500)
+    qtbot.waitUntil(lambda: len(plot.legend.items[0][1].text) > len(labels[0]))
+
+
+def test_a_steps_reason_wraps_in_full_in_the_narrow_side_panel(qtbot, history) -> None:
+    """The side panel's step table cut a reason to one line ("similarity 0.76, …");
+    each row now grows to show its reason in full."""
+    bank, _a, b, world = history
+    reason = "similarity 0.76, reversal cue 'was wrong' in what Alice said about the launch"
+    when = datetime(2025, 5, 20)
+    with bank.store.transaction() as tx:
+        write_events(tx.con, [ev(b, 2, when, "contradict", 0.8, 0.5, world[1].id, reason)])
+    runner = Runner()
+    state = StudioState(bank.engine, runner)
+    state.set_bank(bank)
+    pane = TimelinesPane(state)
+    qtbot.addWidget(pane)
+    pane.resize(1010, 600)  # the pane's room in a 1280x720 window
+    pane.show()
+    wait_idle(qtbot, runner)
+    row = next(i for i in range(pane.list.count()) if pane.list.item(i).data(256) == b)
+    pane.list.setCurrentRow(row)
+    qtbot.waitUntil(lambda: pane.steps.rowCount() == 3, timeout=10_000)
+    steps = pane.steps
+    assert steps.item(2, 3).text() == reason
+    qtbot.waitUntil(lambda: steps.columnWidth(3) > 0)
+    column = steps.columnWidth(3)
+    flags = Qt.TextFlag.TextWordWrap
+    needed = steps.fontMetrics().boundingRect(QRect(0, 0, column - 8, 10_000), flags, reason)
+    assert needed.height() > steps.fontMetrics().height()  # it does wrap here
+    assert steps.rowHeight(2) >= needed.height()
+    runner.shutdown()

@@ -105,7 +105,11 @@ def test_an_opinion_added_by_hand_has_a_formed_event(built):
 def test_a_confidence_set_by_hand_is_an_opinion_event(built):
     bank, b = built
     opinion = b.units["o_alice"]
+    text = bank.unit(opinion).text
     bank.edit_unit(opinion, confidence=0.3)
+    # The audit line names the opinion by its text and says how far it moved.
+    [entry] = bank.audit(limit=1)
+    assert entry.summary == f"edited “{text}”: confidence 0.60 → 0.30", entry.summary
     steps = bank.opinion_history(opinion).steps
     last = steps[-1].event
     assert (last.relation, last.confidence_before, last.confidence_after) == ("edited", 0.6, 0.3)

@@ -87,6 +87,7 @@ def test_opinion_trajectory_with_events(bank) -> None:
     assert [e.confidence_after for e in events] == pytest.approx([c0, c1, c2])
     assert [e.confidence_before for e in events[1:]] == pytest.approx([c0, c1])
     assert events[0].confidence_before is None and events[0].new_text == opinion.text
+    assert events[0].reason == "formed from what Alice said"  # a person, not a turn id
     assert [e.happened_at for e in events] == [
         DAY,
         DAY + timedelta(days=20),

@@ -3,6 +3,7 @@ cancel and failure atomicity, observations, and the CLI."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import datetime, timedelta
 
@@ -205,6 +206,33 @@ def test_locomo_links_of_every_kind(locomo) -> None:
     assert temporal and all(link.source == unit.id for link in temporal)
     weights = [link.weight for link in temporal]
     assert weights == sorted(weights, reverse=True)
+
+
+@pytest.mark.slow
+def test_locomo_questions_spread_in_at_least_three_waves(locomo) -> None:
+    """Spreading activation is a process on a real conversation too: with the
+    engine's defaults, the conversation's own questions light the graph in at
+    least three waves, each adding nodes (issue 15 saw two). A question whose
+    best hits are all below the seed similarity floor spreads from nothing."""
+    bank, document, _report, _ = locomo
+    sample = next(
+        s for s in json.loads(LOCOMO.read_text("utf-8")) if s["sample_id"] in document.title
+    )
+    questions = [q["question"] for q in sample["qa"] if q.get("category") in (1, 2, 3, 4)][:10]
+    spread = 0
+    for question in questions:
+        activation = bank.recall(question, count_access=False).trace.to_dict()["activation"]
+        if activation["stopped"] == "no_seeds":
+            continue
+        spread += 1
+        seen = {s["node"] for s in activation["seeds"]}
+        adding = 0
+        for wave in activation["waves"]:
+            new = set(wave["lit"]) - seen
+            adding += bool(new)
+            seen |= new
+        assert adding >= 3, (question, [len(w["lit"]) for w in activation["waves"]])
+    assert spread >= 8, "most questions have seeds"
 
 
 @pytest.mark.slow
