@@ -4,8 +4,9 @@ Curation hides what it made stale in its own transaction and queues the
 observation rebuilds; this widget runs them as soon as a curation change
 arrives (one visible, cancellable job in the runner), shows how many are
 still pending, and has a button to run them by hand (after a cancel, or when
-another process queued them). Ingest runs its own at the end of its queue, so
-changes that add documents are left to it.
+another process queued them). The Ingest pane runs its own at the end of its
+queue, so the changes it makes are left to it; an agent's retain through the
+studio's server is rebuilt at once like a curation.
 """
 
 from __future__ import annotations
@@ -47,8 +48,13 @@ class JobsIndicator(QWidget):
         state.changed.connect(self._changed)
         self._show()
 
-    def _changed(self, change: Change) -> None:
-        queued = bool(change.added.get(Kind.JOB)) and not change.added.get(Kind.DOCUMENT)
+    def _changed(self, change: Change, initiator: object = None) -> None:
+        # The Ingest pane runs its own at the end of its queue; everything else
+        # (curation, a document re-ingested, an agent's retain through the
+        # studio's server) is rebuilt at once.
+        queued = bool(change.added.get(Kind.JOB)) and not getattr(
+            initiator, "runs_observation_jobs", False
+        )
         if self.job is not None:
             # Queued after the running job read its queue: run again when it ends.
             self._again = self._again or queued
@@ -105,15 +111,20 @@ class JobsIndicator(QWidget):
             return
         if report is not None:
             failed = f", {len(report.failed)} failed" if report.failed else ""
+            # A profile the model could not write was written by rules: say so.
+            fell_back = f"; {report.fallback_note()}" if report.fallback_note() else ""
             self.state.status.emit(
                 f"Observations rebuilt: {report.observations_written} written,"
-                f" {report.observations_removed} removed{failed}."
+                f" {report.observations_removed} removed{failed}{fell_back}."
             )
+            if fell_back or report.failed:
+                self.state.recheck_mode()  # the model may have gone: show what is now
         self.recount()
 
     def _failed(self, error: BaseException) -> None:
         self.job = None
         self._again = False
+        self.state.recheck_mode()
         self.recount()
 
     def _show(self) -> None:

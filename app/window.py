@@ -574,6 +574,11 @@ class MainWindow(QMainWindow):
 
     def _show_mode(self, mode: str) -> None:
         self.mode_label.setText(f"Mode: {mode}")
+        # A long reason is cut by the status bar's width: the tooltip has it whole.
+        self.mode_label.setToolTip(
+            f"Mode: {mode}\n\nWhat extracts facts and answers: a local Ollama model,"
+            " or the offline rules"
+        )
 
     def _job_started(self, job: Job) -> None:
         self._show_job(job)

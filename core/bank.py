@@ -407,6 +407,14 @@ class Bank:
 
         return recall(self.handle, query, budget_tokens, networks, now, level, **options)
 
+    def reference_time(self) -> datetime:
+        """The "now" recall takes when it is given none: the bank's latest activity
+        (a 2023 conversation's bank lives in 2023), else the clock. The studio's
+        reference-time picker starts here, not at today's date."""
+        from core.recall.pipeline import reference_time
+
+        return reference_time(self.store)[0]
+
     def time_span(
         self, network: Network | str | None = None
     ) -> tuple[datetime | None, datetime | None]:

@@ -319,7 +319,9 @@ class UnitDetail(QWidget):
         self.network.setCurrentIndex(max(0, self.network.findData(str(unit.network))))
         self.occurred_known.setChecked(unit.occurred_start is not None)
         self.occurred.setEnabled(unit.occurred_start is not None)
-        self.occurred.setDateTime(_qdatetime(unit.occurred_start or datetime.now()))
+        # Undated: offer when it was said (the bank's own time), not today.
+        when = unit.occurred_start or unit.mentioned_at or datetime.now()
+        self.occurred.setDateTime(_qdatetime(when))
         self.confidence_set.setChecked(unit.confidence is not None)
         self.confidence.setEnabled(unit.confidence is not None)
         self.confidence.setValue(unit.confidence if unit.confidence is not None else 0.5)

@@ -12,6 +12,7 @@ does not cover it and the dialog says so).
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
@@ -316,19 +317,34 @@ class DocumentsPane(Pane):
         def body(progress: Any, cancel: Any) -> Any:
             llm = engine.language_model() if mode in ("auto", "llm") else None
             try:
-                return bank.reingest_document(
+                report = bank.reingest_document(
                     document_id, mode, progress=progress, cancel=cancel, llm=llm
                 )
+                # The observations that quoted the replaced facts are hidden: rebuild
+                # them before reporting done, as `engram documents reingest` does.
+                jobs = bank.process_jobs(llm=llm, progress=progress, cancel=cancel)
+                return replace(report, change=report.change | jobs.change)
             finally:
                 if llm is not None:
                     llm.close()
 
+        title = next((d.title for d in self.documents if d.id == document_id), document_id)
         self.state.runner.run_job(
             "Re-ingesting a document",
             body,
-            lambda report: self.state.status.emit(f"Re-ingested: {report.summary()}"),
+            lambda report: self.state.status.emit(reingest_status(title, report)),
             key=bank,
         )
+
+
+def reingest_status(title: str, report: Any) -> str:
+    """One status-bar line: what the re-ingest wrote, or that it failed and why
+    (a failed chunk must never read as success)."""
+    from app.panes.ingest import failure_status
+
+    if report.failures:
+        return f"Re-ingest of “{title}” {failure_status(report)}"
+    return f"Re-ingested “{title}”: {report.facts_total} facts ({report.mode})."
 
 
 def turns_html(turns: list[Any]) -> str:

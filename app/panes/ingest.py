@@ -89,6 +89,9 @@ class _File:
 class IngestPane(Pane):
     title = "Ingest"
     slug = "ingest"
+    # The pending-jobs indicator leaves the rebuilds an ingest queues to this
+    # pane, which runs them once at the end of its queue (not after each file).
+    runs_observation_jobs = True
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
@@ -380,6 +383,7 @@ class IngestPane(Pane):
             lambda report: self._file_done(row, report),
             lambda error: self._file_failed(row, error),
             key=bank,
+            initiator=self,
         )
         self.job.progressed.connect(lambda d, t, m: self._file_progress(row, number, d, t, m))
         self._update_buttons()

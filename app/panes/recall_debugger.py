@@ -443,7 +443,9 @@ class RecallDebuggerPane(Pane):
         self.use_now.setToolTip(
             "The reference time for “last week” and the like; unchecked, the bank's latest activity"
         )
-        self.now = QDateTimeEdit(QDateTime.currentDateTime())
+        # Set to the bank's own reference time when a bank opens (never today's
+        # date: a bank of 2023 conversations lives in 2023).
+        self.now = QDateTimeEdit()
         self.now.setCalendarPopup(True)
         self.now.setDisplayFormat("yyyy-MM-dd HH:mm")
         self.now.setEnabled(False)
@@ -618,6 +620,19 @@ class RecallDebuggerPane(Pane):
         for widget in (self.query, self.run_button, self.budget, self.level):
             widget.setEnabled(bank is not None)
         self.stack.setCurrentWidget(self.no_bank if bank is None else self.empty)
+        if bank is not None:
+            self.state.runner.run_query(
+                bank.reference_time,
+                lambda when: self._reference_known(bank, when),
+                lambda _error: None,
+                key=bank,
+            )
+
+    def _reference_known(self, bank: Bank, when: datetime) -> None:
+        """Offer the bank's reference time in the picker (the previous bank's
+        never carries over)."""
+        if bank is self.bank:
+            self.now.setDateTime(QDateTime(when))
 
     def focus_search(self) -> bool:
         self.query.setFocus()
@@ -728,6 +743,8 @@ class RecallDebuggerPane(Pane):
         if "total" in timings:
             parts.append(f"{float(timings['total']):.0f} ms")
         reference = result.trace.reference_time
+        if reference is not None and not self.use_now.isChecked():
+            self.now.setDateTime(QDateTime(reference))  # what "now" was for this recall
         if reference is not None:
             parts.append(
                 f"reference time {reference.isoformat()[:16]} ({result.trace.reference_source})"

@@ -522,6 +522,12 @@ class TimelinesPane(Pane):
         self.list.clear()
         self.plot.clear_opinions()
         self._show_side(None)
+        # A time filter belongs to one bank's time line: off for the next bank,
+        # whose plotted span the pickers then offer (see _suggest_range).
+        blocked = self.use_range.blockSignals(True)
+        self.use_range.setChecked(False)
+        self.use_range.blockSignals(blocked)
+        self._range_toggled(False)
         if bank is None:
             self.stack.setCurrentWidget(self.no_bank)
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core import UNIT_ORDERS as ORDER_COLUMNS
-from core import Engine, Kind, Network
+from core import Engine, Kind, Network, UnitStatus
 from core.cli.output import (
     count_arg,
     iso_time,
@@ -145,7 +145,11 @@ def list_memories(args, engine: Engine) -> int:
     total = bank.count(args.network, **filters)
     for u in units:
         conf = f" ({u.confidence:.2f})" if u.confidence is not None else ""
-        print(f"{u.id}  {u.network.value:<11} {short_time(u.occurred_start)}  {u.text}{conf}")
+        # With --status any, a hidden or retracted unit must not read as a live one.
+        status = "" if u.status is UnitStatus.ACTIVE else f"[{u.status.value}] "
+        print(
+            f"{u.id}  {u.network.value:<11} {short_time(u.occurred_start)}  {status}{u.text}{conf}"
+        )
     print(f"-- {len(units)} of {total} shown (offset {args.offset})")
     return 0
 

@@ -111,7 +111,7 @@ def _then_jobs(handler):
     """Run the handler, then the jobs it queued (or say how many are left)."""
 
     def run(args, engine: Engine) -> int:
-        from core.cli.jobs import run_pending
+        from core.cli.jobs import pending_hint, run_pending
 
         code = handler(args, engine)
         if getattr(args, "preview", False) or getattr(args, "json", False):
@@ -120,7 +120,7 @@ def _then_jobs(handler):
         pending = bank.pending_jobs()
         if args.no_jobs:
             if pending:
-                print(f"{pending} pending job(s): run `engram jobs run {bank.name}`")
+                print(pending_hint(bank))
         elif pending and run_pending(bank, engine):
             return code or 1
         return code

@@ -6,7 +6,7 @@ import argparse
 
 from core import INGEST_MODES as MODES
 from core import Engine
-from core.cli.jobs import run_pending
+from core.cli.jobs import pending_hint, run_pending
 from core.cli.output import print_json, progress_printer, short_time
 
 
@@ -101,7 +101,7 @@ def delete_document(args, engine: Engine) -> int:
     print(f"deleted document {preview.title!r} ({len(preview.units)} unit(s)); undo brings it back")
     failed = 0 if args.no_jobs else run_pending(bank, engine)
     if args.no_jobs and bank.pending_jobs():
-        print(f"{bank.pending_jobs()} pending job(s): run `engram jobs run {bank.name}`")
+        print(pending_hint(bank))
     return 1 if failed or change.empty else 0
 
 

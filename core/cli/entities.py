@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core import Engine
-from core.cli.output import print_json, short_time
+from core.cli.output import count_arg, print_json, short_time
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--search", metavar="TEXT", help="only names or aliases containing TEXT")
     p.add_argument("--type", help="only this entity type (person, place, …)")
     p.add_argument("--retracted", action="store_true", help="include retracted entities")
-    p.add_argument("--limit", type=int, default=100, help="at most this many (0: all)")
+    p.add_argument("--limit", type=count_arg(), default=100, help="at most this many (0: all)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=list_entities)
 

@@ -84,6 +84,7 @@ def ingest_files(args, engine: Engine) -> int:
                     f"observations: {jobs.observations_written} written, "
                     f"{jobs.observations_removed} removed ({jobs.mode})"
                     + (f", {len(jobs.failed)} failed" if jobs.failed else "")
+                    + (f"; {jobs.fallback_note()}" if jobs.fallback_note() else "")
                 )
     finally:
         if lm is not None:

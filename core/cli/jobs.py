@@ -7,6 +7,7 @@ and these jobs bring the rebuilt profiles back.
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from core import Engine
 from core.cli.output import print_json, progress_printer
@@ -26,16 +27,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=run_jobs)
 
 
+def pending_hint(bank) -> str:
+    """'N pending job(s): run `engram jobs run BANK`', the name quoted so the
+    command can be pasted into a shell as it is ('Demo: Juniper' has a space)."""
+    pending = bank.pending_jobs()
+    hint = f": run `engram jobs run {shlex.quote(bank.name)}`" if pending else ""
+    return f"{pending} pending job(s){hint}"
+
+
 def list_jobs(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
     pending = bank.pending_jobs()
     if args.json:
         print_json({"pending": pending})
     else:
-        print(
-            f"{pending} pending job(s)"
-            + (f": run `engram jobs run {bank.name}`" if pending else "")
-        )
+        print(pending_hint(bank))
     return 0
 
 
@@ -55,6 +61,7 @@ def run_pending(bank, engine: Engine, *, rules: bool = False, quiet: bool = Fals
         f"jobs: {report.processed} run, {report.observations_written} observation(s) rebuilt,"
         f" {report.observations_removed} removed ({report.mode})"
         + (f", {len(report.failed)} failed" if report.failed else "")
+        + (f"; {report.fallback_note()}" if report.fallback_note() else "")
     )
     return len(report.failed)
 

@@ -112,10 +112,21 @@ class LlmSettings:
 
 
 def context_size(messages: Sequence[dict[str, str]], num_predict: int) -> int:
-    """The num_ctx that holds `messages` and a reply of `num_predict` tokens."""
+    """The num_ctx that holds `messages` and a reply of `num_predict` tokens.
+
+    LanguageModelError when even the largest step cannot: Ollama would drop the
+    prompt's start without a word, so the call is refused with the reason."""
     chars = sum(len(m.get("content", "")) for m in messages)
     needed = -(-chars // CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages) + num_predict
-    return next((n for n in CONTEXT_STEPS if n >= needed), CONTEXT_STEPS[-1])
+    size = next((n for n in CONTEXT_STEPS if n >= needed), None)
+    if size is None:
+        raise LanguageModelError(
+            f"the prompt and its reply need about {needed:,} tokens, more than the "
+            f"{CONTEXT_STEPS[-1]:,} Engram asks Ollama for (the model would silently "
+            "lose the prompt's start): ask with a smaller budget",
+            "config",
+        )
+    return size
 
 
 @dataclass(frozen=True)

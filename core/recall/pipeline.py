@@ -263,8 +263,7 @@ def _request(
     if now is not None:
         reference, reference_source = now, "now"
     else:
-        latest = _latest_activity(bank.store)
-        reference, reference_source = (latest, "latest activity") if latest else (utcnow(), "clock")
+        reference, reference_source = reference_time(bank.store)
     return _Request(
         query=query,
         budget=budget,
@@ -530,6 +529,12 @@ def _parse_interval(text: str, reference: datetime):
     if interval is None:
         return None, "no time expression in the query"
     return interval, ""
+
+
+def reference_time(store) -> tuple[datetime, str]:
+    """(the time recall takes as now when none is given, where it came from)."""
+    latest = _latest_activity(store)
+    return (latest, "latest activity") if latest else (utcnow(), "clock")
 
 
 def _latest_activity(store) -> datetime | None:

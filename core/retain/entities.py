@@ -575,7 +575,9 @@ _ENTITY_SELECT = (
     " min(coalesce(u.mentioned_at, u.occurred_start)),"
     " max(coalesce(u.mentioned_at, u.occurred_start))"
     " FROM entities e LEFT JOIN mentions m ON m.entity_id = e.id"
-    " LEFT JOIN units u ON u.id = m.unit_id AND u.status = 'active'"
+    # An active entity is seen in its active facts; a retracted one keeps showing
+    # when it was seen (its facts are hidden with it, its mentions still counted).
+    " LEFT JOIN units u ON u.id = m.unit_id AND (u.status = 'active' OR e.status <> 'active')"
 )
 _ENTITY_GROUP = "GROUP BY e.id, e.name, e.type, e.aliases, e.status"
 

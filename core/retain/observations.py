@@ -72,6 +72,18 @@ class JobsReport:
     model: str = ""
     notes: list[str] = field(default_factory=list)
     change: Change = field(default_factory=Change)
+    # Why a model that was given was not used at all (down, not pulled): "" if it was.
+    model_unused: str = ""
+
+    def fallback_note(self) -> str:
+        """Which profiles the rules wrote where a model was asked for, and why
+        ('by rules: <why>', 'N by rules, the model failed (first reason)'), or ''
+        when the model wrote every one: a report must never read "(llm)" alone
+        over profiles the rules wrote, nor "(rules)" without saying why."""
+        parts = [f"by rules: {self.model_unused}"] if self.model_unused else []
+        if self.notes:
+            parts.append(f"{len(self.notes)} by rules, the model failed ({self.notes[0]})")
+        return "; ".join(parts)
 
 
 def queue_observation_jobs(
@@ -342,8 +354,15 @@ def process_jobs(
         sql += " LIMIT ?"
         params.append(int(limit))
     jobs = con.execute(sql, params).fetchall()
-    use_llm = llm is not None and bool(jobs) and llm.available()
-    result = JobsReport(mode="llm" if use_llm else "rules", model=llm.name if use_llm else "")
+    use_llm, unused = False, ""
+    if llm is not None and jobs:
+        status = llm.probe()
+        use_llm, unused = status.ready, ("" if status.ready else status.reason)
+    result = JobsReport(
+        mode="llm" if use_llm else "rules",
+        model=llm.name if use_llm else "",
+        model_unused=unused,
+    )
     profile = bank.profile()
     max_facts = int(profile.config["retain.observation_max_facts"])
     for start in range(0, len(jobs), JOB_BATCH):

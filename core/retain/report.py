@@ -76,9 +76,17 @@ class IngestReport:
         mode = self.mode + (f" ({self.model})" if self.model else "")
         networks = ", ".join(f"{n} {c}" for n, c in sorted(self.facts.items())) or "none"
         links = ", ".join(f"{k} {c}" for k, c in sorted(self.links.items())) or "none"
+        # A document some of whose chunks failed is in, but not whole: say so.
+        partly = [d for d in self.documents if d.status == "ingested" and d.failed_chunks]
+        chunks = sum(d.failed_chunks for d in partly)
+        partial = (
+            f" ({len(partly)} partly: {chunks} chunk{'s' if chunks != 1 else ''} failed)"
+            if partly
+            else ""
+        )
         lines = [
             f"mode: {mode}",
-            f"documents: {self.documents_ingested} ingested, {self.documents_skipped} skipped"
+            f"documents: {self.documents_ingested} ingested{partial}, {self.documents_skipped} skipped"
             + (
                 f", {sum(1 for d in self.documents if d.status == 'failed')} failed"
                 if any(d.status == "failed" for d in self.documents)

@@ -20,7 +20,7 @@ from starlette.background import BackgroundTask
 
 from core.jsonable import to_jsonable
 from core.server.models import Request as Body
-from core.server.routes_hindsight import Served
+from core.server.routes_hindsight import Served, stored_document
 from core.types import Change, Disposition, EngramError
 from core.vocabulary import CHANNELS, LEVELS, NETWORKS
 
@@ -371,6 +371,44 @@ def audit(
         limit=limit, offset=offset, action=action, target=target, actor=actor
     )
     return {"entries": to_jsonable(entries)}
+
+
+# -- documents (Hindsight's API lists, reads and deletes them) -------------------------
+
+
+@router.get(BANK + "/documents/{document_id}/delete-preview")
+def document_delete_preview(bank_id: str, document_id: str, served: Served) -> dict[str, Any]:
+    """What deleting the document would remove (each unit) and change, before
+    DELETE /v1/default/banks/{bank_id}/documents/{document_id} does it."""
+    bank = served.get(bank_id)
+    stored_document(bank, document_id)  # a 404 naming it, as Hindsight's routes give
+    return to_jsonable(bank.document_preview(document_id))
+
+
+class ReingestBody(Body):
+    mode: Literal["auto", "llm", "rules", "verbatim"] = "auto"
+
+
+@router.post(BANK + "/documents/{document_id}/reingest")
+def reingest_document(
+    bank_id: str, document_id: str, served: Served, body: ReingestBody | None = None
+) -> dict[str, Any]:
+    """Extract a stored document again from its turns. Failed chunks are listed
+    (nothing of them is written); the observation rebuilds it queues are counted
+    in `pending_jobs` (recall leaves out what they will rebuild until they run)."""
+    mode = (body or ReingestBody()).mode
+    with served.using(bank_id) as bank:
+        stored_document(bank, document_id)
+        report = bank.reingest_document(document_id, mode)
+        pending = bank.pending_jobs()
+    served.changed(bank.name, report.change)
+    return {
+        "mode": report.mode,
+        "facts": report.facts_total,
+        "failures": [f.reason for f in report.failures],
+        "pending_jobs": pending,
+        "change": change_dict(report.change),
+    }
 
 
 # -- snapshots ----------------------------------------------------------------------

@@ -681,7 +681,7 @@ def get_entity(bank_id: str, entity_id: str, served: Served) -> m.EntityDetailRe
 # -- documents ------------------------------------------------------------------------
 
 
-def _stored_document(bank: Bank, document_id: str):
+def stored_document(bank: Bank, document_id: str):
     for document in bank.documents():
         if document.id == document_id:
             return document
@@ -736,7 +736,7 @@ def list_documents(
 )
 def get_document(bank_id: str, document_id: str, served: Served) -> m.DocumentResponse:
     bank = served.get(bank_id)
-    document = _stored_document(bank, document_id)
+    document = stored_document(bank, document_id)
     turns = bank.turns(document_id)
     text = "\n".join(f"{t.speaker}: {t.text}" if t.speaker else t.text for t in turns)
     return m.DocumentResponse(
@@ -758,7 +758,7 @@ def get_document(bank_id: str, document_id: str, served: Served) -> m.DocumentRe
 )
 def delete_document(bank_id: str, document_id: str, served: Served) -> m.DeleteDocumentResponse:
     with served.using(bank_id) as bank:
-        document = _stored_document(bank, document_id)
+        document = stored_document(bank, document_id)
         change = bank.delete_document(document_id, actor="agent")
     served.changed(bank.name, change)
     return m.DeleteDocumentResponse(

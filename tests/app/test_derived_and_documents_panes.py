@@ -161,3 +161,95 @@ def test_hide_and_unhide_from_the_detail_and_add_a_memory(qtbot, window):
     assert bank.count(Network.WORLD) == before + 1
     [added] = bank.units(Network.WORLD, text="spare badge", limit=None)
     assert [bank.entity(e).name for e in added.entity_ids] == ["Maya"]
+
+
+@pytest.mark.slow
+def test_a_document_reingested_from_the_pane_leaves_no_rebuild_pending(qtbot, window):
+    """A re-ingest replaces the document's facts: the observations that quoted
+    the old ones are hidden, and rebuilt before the studio reports it done (the
+    CLI's `documents reingest` did; the pane left them pending)."""
+    bank = window.state.bank
+    pane = window.show_pane("documents")
+    qtbot.waitUntil(lambda: len(pane.documents) == 2)
+    incident = next(d for d in pane.documents if "atlas-incident" in d.title)
+    wait_idle(qtbot, window.runner)
+    with qtbot.waitSignal(window.state.changed, timeout=60_000):
+        pane.reingest(incident.id, "rules")
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    assert bank.pending_jobs() == 0
+    assert not bank.units(Network.OBSERVATION, status=UnitStatus.STALE, limit=None)
+    qtbot.waitUntil(lambda: window.jobs_indicator.label.text() == "Jobs: none")
+    # One line in the status bar (the whole multi-line report ran under the
+    # permanent widgets).
+    message = window.statusBar().currentMessage()
+    assert message.startswith(f"Re-ingested “{incident.title}”: ") and "\n" not in message
+
+
+@pytest.mark.slow
+def test_a_failed_llm_reingest_says_failed_and_keeps_the_document(qtbot, window, fake_ollama):
+    from dataclasses import replace
+
+    from tests.fakes.ollama_server import Reply
+
+    engine, bank = window.state.engine, window.state.bank
+    engine.set_settings(
+        replace(engine.settings, ollama_host=fake_ollama.url, ollama_model="llama3.2")
+    )
+    fake_ollama.responder = lambda body: Reply.http_error(500, "model runner crashed")
+    pane = window.show_pane("documents")
+    qtbot.waitUntil(lambda: len(pane.documents) == 2)
+    incident = next(d for d in pane.documents if "atlas-incident" in d.title)
+    before = bank.count(None)
+    wait_idle(qtbot, window.runner)
+    pane.reingest(incident.id, "llm")
+    wait_idle(qtbot, window.runner, timeout=120_000)
+    qtbot.waitUntil(lambda: "failed" in window.statusBar().currentMessage())
+    message = window.statusBar().currentMessage()
+    assert message.startswith(f"Re-ingest of “{incident.title}” failed: ")
+    assert message.endswith("model runner crashed") and "\n" not in message
+    assert bank.count(None) == before
+
+
+@pytest.mark.slow
+def test_rebuilds_whose_model_died_say_so_and_recheck_the_mode(qtbot, window, fake_ollama):
+    """Issue 13, item 11: the model dying under the observation rebuilds left the
+    status bar saying "Ollama" and "Observations rebuilt" as if it had written them."""
+    from dataclasses import replace
+
+    from tests.fakes.ollama_server import Reply
+
+    engine, bank = window.state.engine, window.state.bank
+    engine.set_settings(
+        replace(engine.settings, ollama_host=fake_ollama.url, ollama_model="llama3.2")
+    )
+    window.update_mode()
+    qtbot.waitUntil(lambda: window.mode_label.text() == "Mode: Ollama: llama3.2")
+    fake_ollama.script(Reply.dies(shutdown_server=True))
+    bank.retract_entity(_dana(bank).id)  # outside the studio: the indicator runs them
+    indicator = window.jobs_indicator
+    indicator.recount()
+    qtbot.waitUntil(lambda: indicator.pending > 0)
+    indicator.run()
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    assert bank.pending_jobs() == 0  # rules profiles stood in
+    message = window.statusBar().currentMessage()
+    assert message.startswith("Observations rebuilt") and "by rules, the model failed" in message
+    qtbot.waitUntil(lambda: "not reachable" in window.mode_label.text())
+    # However narrow the status bar, the whole reason is one hover away.
+    assert window.mode_label.toolTip().startswith(window.mode_label.text())
+
+
+@pytest.mark.slow
+def test_an_agents_retain_through_the_server_is_rebuilt_at_once(qtbot, window, tmp_path):
+    """A change from the studio's server that adds a document (an agent's retain)
+    queued rebuilds the indicator left pending: only the Ingest pane runs its own."""
+    bank = window.state.bank
+    chat = tmp_path / "agent.txt"
+    chat.write_text("## 2025-07-31 09:00\nMaya: Dana signed the renewal this morning.\n", "utf-8")
+    report = bank.ingest(chat, mode="rules")  # as the server's retain route does
+    assert bank.pending_jobs() > 0
+    wait_idle(qtbot, window.runner)
+    window.state.broadcast(report.change)
+    wait_idle(qtbot, window.runner, timeout=60_000)
+    qtbot.waitUntil(lambda: bank.pending_jobs() == 0, timeout=30_000)
+    qtbot.waitUntil(lambda: window.jobs_indicator.label.text() == "Jobs: none")

@@ -81,3 +81,30 @@ def test_date_pickers_follow_each_banks_own_dates(qtbot, make_window, engine):
     assert not bar.use_from.isChecked() and "start" not in bar.filters()
     wait_idle(qtbot, window.runner)
     assert pane.model.rowCount() == window.state.bank.count(Network.WORLD)
+
+
+def test_editing_an_undated_unit_offers_when_it_was_said(qtbot, engine):
+    """Issue 13, item 12: ticking "Known" on an undated unit of a 2023 bank
+    offered today's date; it offers the time the unit was said."""
+    from app.panes.detail import UnitDetail
+    from app.runner import Runner
+    from app.state import StudioState
+
+    bank = engine.create_bank("Undated")
+    said = datetime(2023, 5, 1, 10, 0)
+    vector = tuple(unit_vectors(1)[0].tolist())
+    bank.add_units([NewUnit("Alice owns hiking poles.", mentioned_at=said, vector=vector)])
+    [unit] = bank.units(Network.WORLD, limit=1)
+    assert unit.occurred_start is None
+    runner = Runner()
+    try:
+        state = StudioState(engine, runner)
+        state.set_bank(bank)
+        detail = UnitDetail(state)
+        qtbot.addWidget(detail)
+        detail.show_unit(unit)
+        detail.start_edit()
+        assert not detail.occurred_known.isChecked()
+        assert detail.occurred.dateTime().toPython() == said
+    finally:
+        runner.shutdown()

@@ -289,6 +289,23 @@ def test_the_trace_saves_as_json(qtbot, studio, small_bank, tmp_path) -> None:
     assert json.loads(path.read_text(encoding="utf-8")) == result.trace.to_dict()
 
 
+def test_the_now_picker_starts_at_each_banks_own_time(qtbot, studio, small_bank) -> None:
+    """Issue 13, item 12: the reference-time picker started at today's date on a
+    bank whose facts are from 2025 (checking "Now:" then recalled in the wrong
+    year), and kept the previous bank's time."""
+    from tests.app.conftest import make_units
+
+    pane = RecallDebuggerPane(studio)
+    qtbot.addWidget(pane)
+    latest = small_bank.reference_time()  # the last of 240 hourly facts from 1 March 2025
+    assert latest == datetime(2025, 3, 10, 23, 0)
+    qtbot.waitUntil(lambda: pane.now.dateTime().toPython() == latest)
+    older = small_bank.engine.create_bank("Older")
+    older.add_units(make_units(8, start=datetime(2023, 5, 1), seed=1))
+    studio.set_bank(older)
+    qtbot.waitUntil(lambda: pane.now.dateTime().toPython() == datetime(2023, 5, 1, 7, 0))
+
+
 def test_no_bank_is_explained(qtbot, studio) -> None:
     studio.set_bank(None)
     pane = RecallDebuggerPane(studio)

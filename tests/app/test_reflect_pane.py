@@ -3,6 +3,7 @@ commits only the chosen one; profiles save to the bank; past reflections list.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -24,6 +25,7 @@ from core.reflect import system_prompt
 from core.reflect.disposition import EMPATHY, SKEPTICISM
 from core.reflect.values import OFFLINE_MODE, Evidence
 from tests.app.conftest import wait_idle
+from tests.fakes.ollama_server import Reply
 
 
 @pytest.fixture
@@ -107,6 +109,29 @@ def test_saving_the_profile_changes_the_bank(qtbot, pane, demo_state) -> None:
     pane.save_button.click()
     qtbot.waitUntil(lambda: demo_state.bank.profile().disposition == Disposition(4, 2, 5, 0.35))
     qtbot.waitUntil(lambda: pane.profile_status.text() == "This is the bank's saved disposition.")
+
+
+def test_a_compare_whose_model_died_shows_the_mode_as_it_is_now(
+    qtbot, pane, demo_state, fake_ollama
+) -> None:
+    """Issue 13, item 11: the status bar said "Ollama: llama3.2" while the
+    reflections said the server was unreachable. A compare whose model failed
+    probes again, so the mode shown is the real one."""
+    engine = demo_state.engine
+    engine.set_settings(
+        replace(engine.settings, ollama_host=fake_ollama.url, ollama_model="llama3.2")
+    )
+    demo_state.recheck_mode()
+    qtbot.waitUntil(lambda: demo_state.mode == "Ollama: llama3.2", timeout=10_000)
+    # The model answers the probe, then the server dies at the first question.
+    fake_ollama.script(Reply.dies(shutdown_server=True))
+    pane.set_profiles([Disposition(3, 3, 3, 0.2), Disposition(1, 1, 5, 0.8)])
+    pane.query.setText("What went wrong with Atlas in June?")
+    with qtbot.waitSignal(pane.compared, timeout=120_000):
+        pane.compare_button.click()
+    assert any(c.reflection.error or c.reflection.offline for c in pane.columns)
+    qtbot.waitUntil(lambda: "not reachable" in demo_state.mode, timeout=10_000)
+    assert demo_state.mode.startswith("offline rules")
 
 
 def test_compare_shows_n_columns_and_commits_only_the_chosen_one(qtbot, pane, demo_state) -> None:

@@ -166,6 +166,26 @@ def test_filters_by_time_and_entity(qtbot, pane, history) -> None:
     _ = a
 
 
+def test_a_time_filter_does_not_carry_over_to_another_bank(qtbot, pane, history) -> None:
+    """Issue 13, item 12: the From–to range set on one bank filtered the next
+    bank's opinions by the first bank's dates (a 2023 bank listed none)."""
+    from tests.app.conftest import make_units
+
+    bank = history[0]
+    pane.use_range.setChecked(True)
+    pane.start.setDate(datetime(2025, 5, 1).date())
+    pane.end.setDate(datetime(2025, 5, 31).date())
+    pane.apply_button.click()
+    qtbot.waitUntil(lambda: pane.list.count() == 1, timeout=10_000)
+    older = bank.engine.create_bank("Older")
+    older.add_units(make_units(8, start=datetime(2023, 5, 1), seed=2))
+    pane.state.set_bank(older)
+    opinions = len(older.opinions(None, limit=100))
+    assert opinions == 2
+    qtbot.waitUntil(lambda: pane.list.count() == opinions, timeout=10_000)
+    assert not pane.use_range.isChecked() and pane.time_range() == (None, None)
+
+
 def test_no_bank_and_empty_bank_are_explained(qtbot, engine) -> None:
     runner = Runner()
     state = StudioState(engine, runner)

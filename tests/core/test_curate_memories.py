@@ -172,3 +172,61 @@ def test_cli_add_hide_unhide_and_the_rebuilds_a_retract_queues(built, capsys):
     bank = engine.open_bank("test")
     assert bank.pending_jobs() == 0
     assert [u.text for u in bank.units(Network.WORLD, text="tandem")] == ["Alice bought a tandem."]
+
+
+def test_cli_listing_marks_what_is_not_active_and_the_jobs_hint_pastes_into_a_shell(built, capsys):
+    """`memories list --status any` printed a hidden fact like a live one, and the
+    pending-jobs hint named 'Demo: Juniper' unquoted (a shell reads two words)."""
+    bank, b = built
+    engine, home = bank.engine, str(bank.engine.home)
+    cello = b.units["m_cello"]
+    bank.close()
+    engine.rename_bank("test", "Team notes: 2025")
+    args = ["--home", home]
+    assert cli([*args, "hide", "Team notes: 2025", cello, "--no-jobs"]) == 0
+    out = capsys.readouterr().out
+    assert "pending job(s): run `engram jobs run 'Team notes: 2025'`" in out
+    assert cli([*args, "jobs", "list", "Team notes: 2025"]) == 0
+    assert "run `engram jobs run 'Team notes: 2025'`" in capsys.readouterr().out
+    assert cli([*args, "memories", "list", "Team notes: 2025", "--status", "any"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    [hidden] = [line for line in lines if line.startswith(cello)]
+    assert "[hidden] " in hidden
+    assert not any("[hidden]" in line for line in lines if not line.startswith(cello))
+
+
+def test_cli_jobs_whose_model_died_say_they_were_written_by_rules(built, fake_ollama, capsys):
+    from tests.fakes.ollama_server import Reply
+    from tests.support.reflection import use_fake
+
+    bank, b = built
+    engine, home = bank.engine, str(bank.engine.home)
+    bank.close()
+    use_fake(engine, fake_ollama)
+    args = ["--home", home]
+    assert cli([*args, "retract", "test", "Bob", "--no-jobs"]) == 0
+    capsys.readouterr()
+    fake_ollama.script(Reply.dies(shutdown_server=True))
+    assert cli([*args, "jobs", "run", "test", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    # The line said "(llm)" though every profile was written by the rules.
+    assert "by rules, the model failed" in out and "not reachable" in out, out
+
+
+def test_cli_jobs_with_the_model_down_say_why_the_rules_wrote_them(built, capsys):
+    from core import EngineSettings
+    from tests.fakes.ollama_server import FakeOllama
+
+    with FakeOllama() as server:
+        dead = server.url  # nothing listens there once it stopped
+    bank, b = built
+    engine, home = bank.engine, str(bank.engine.home)
+    bank.close()
+    engine.set_settings(EngineSettings(ollama_host=dead, ollama_model="llama3.2"))
+    args = ["--home", home]
+    assert cli([*args, "retract", "test", "Bob", "--no-jobs"]) == 0
+    capsys.readouterr()
+    assert cli([*args, "jobs", "run", "test", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    # "(rules)" alone before: the person chose a model and was not told why it was not used.
+    assert "(rules); by rules: Ollama not reachable at" in out, out

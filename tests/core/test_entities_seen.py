@@ -19,3 +19,9 @@ def test_first_and_last_seen_follow_mention_time(bank, tmp_path):
     [berlin] = [e for e in bank.entities() if e.name == "Berlin"]
     assert berlin.first_seen.date() == datetime(2025, 3, 4).date()
     assert berlin.last_seen.date() == datetime(2025, 4, 10).date()
+    # Retracted, it still says when it was seen (the studio showed "seen ? → ?"
+    # beside its mention count).
+    bank.retract_entity(berlin.id)
+    retracted = bank.entity(berlin.id)
+    assert (retracted.first_seen, retracted.last_seen) == (berlin.first_seen, berlin.last_seen)
+    assert retracted.mention_count == berlin.mention_count

@@ -123,6 +123,17 @@ def test_num_ctx_holds_a_long_prompt(fake_ollama: FakeOllama) -> None:
     assert len(fake_ollama.cut_prompts) == 1
 
 
+def test_a_prompt_beyond_the_largest_context_is_refused_not_cut(fake_ollama: FakeOllama) -> None:
+    # num_ctx stopped at 32768: a longer prompt (a large reflect budget on a big
+    # bank) was sent anyway and lost its start without a word.
+    prompt = "Evidence: Dana said the renewal depends on the audit. " * 2500  # ~45k tokens
+    fake_ollama.script(Reply.text("An answer."))
+    with pytest.raises(LanguageModelError, match="smaller budget") as info:
+        lm(fake_ollama).chat("You answer.", prompt)
+    assert "more than the 32,768" in str(info.value)
+    assert fake_ollama.chat_requests == []  # nothing sent to be cut
+
+
 @pytest.mark.slow
 def test_a_slow_model_that_keeps_writing_is_not_cut_by_the_timeout(
     fake_ollama: FakeOllama,

@@ -159,3 +159,24 @@ def test_the_timeout_flag_reaches_the_model(engine, fake_ollama, conversation, c
     argv = (str(conversation), "--mode", "llm", "--quiet", "--ollama-timeout", "0.5")
     assert _ingest(engine, *argv) == 1
     assert "sent nothing for 0.5 s" in capsys.readouterr().out
+
+
+def test_cli_ingest_says_which_profiles_the_rules_wrote_when_the_model_died(
+    engine, fake_ollama, conversation, capsys
+):
+    from tests.core.test_retain_llm import Script, kind_of
+
+    use_fake(engine, fake_ollama)
+    script = Script()
+
+    def responder(body):
+        # Extraction answers; the server dies at the first observation profile.
+        if kind_of(body) in ("extract", "assess"):
+            return script(body)
+        return Reply.dies(shutdown_server=True)
+
+    fake_ollama.responder = responder
+    assert _ingest(engine, str(conversation), "--mode", "llm", "--quiet") == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("observations:"))
+    assert "(llm)" in line and "by rules, the model failed" in line, line

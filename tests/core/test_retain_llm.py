@@ -179,6 +179,8 @@ def test_a_failing_chunk_writes_nothing_of_itself(bank, fake_ollama: FakeOllama)
     [stored] = failures_of(bank.store.reader(), report.documents[0].id)
     assert set(stored.turn_ids) == failed_turns
     assert "FAILED chunk" in report.summary()
+    # In, but not whole: the count says so, not only the FAILED line below it.
+    assert "documents: 1 ingested (1 partly: 1 chunk failed), 0 skipped" in report.summary()
     assert bank.verify().ok
 
 

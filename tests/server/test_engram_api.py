@@ -164,6 +164,32 @@ def test_retract_restore_and_purge_with_confirmation(http, bank):
     assert http.get(f"/v1/default/banks/{bank}/entities/{bob}").status_code == 404
 
 
+def test_a_documents_delete_preview_and_reingest(http, bank):
+    """Issue 13, item 2 (CLI and API too): what deleting a document would remove,
+    listed before anything goes, and a re-ingest of it from its stored turns."""
+    listing = f"/v1/default/banks/{bank}/documents"
+    [doc] = http.get(listing).json()["items"]
+    preview = http.get(api(bank, f"/documents/{doc['id']}/delete-preview"))
+    assert preview.status_code == 200, preview.text
+    units = preview.json()["units"]
+    assert len(units) == doc["memory_unit_count"]
+    assert any("remote work" in u["text"] for u in units)
+    assert http.get(listing).json()["total"] == 1  # a preview deletes nothing
+
+    done = http.post(api(bank, f"/documents/{doc['id']}/reingest"), json={"mode": "verbatim"})
+    assert done.status_code == 200, done.text
+    body = done.json()
+    assert (body["mode"], body["facts"], body["failures"]) == ("verbatim", len(TURNS), [])
+    [again] = http.get(listing).json()["items"]
+    assert again["document_metadata"]["extraction_mode"] == "verbatim"
+    assert again["memory_unit_count"] == len(TURNS)
+
+    assert http.get(api(bank, "/documents/nothing/delete-preview")).status_code == 404
+    assert http.post(api(bank, "/documents/nothing/reingest"), json={}).status_code == 404
+    wrong = http.post(api(bank, f"/documents/{doc['id']}/reingest"), json={"mode": "magic"})
+    assert wrong.status_code == 422
+
+
 @pytest.mark.slow
 def test_snapshot_export_streams_and_import_validates(http, bank):
     with http.stream("GET", api(bank, "/snapshot")) as r:

@@ -165,6 +165,7 @@ CLI_USAGE: list[list[str]] = [
     ["memories", "list", "B", "--status", "bogus"],
     ["memories", "list", "B", "--since", "yesterday-ish"],
     ["audit", "B", "--limit", "-1"],
+    ["entities", "B", "--limit", "-1"],
     ["reflections", "B", "--limit", "-1"],
     ["recall", "B", "q", "--budget", "0"],
     ["recall", "B", "q", "--budget", "-5"],
