@@ -85,17 +85,9 @@ class JobsIndicator(QWidget):
         if bank is None or self.job is not None:
             return None
         self._again = False
-        engine = self.state.engine
 
         def body(progress: Any, cancel: Any) -> Any:
-            if not bank.pending_jobs():
-                return None
-            llm = engine.language_model()
-            try:
-                return bank.process_jobs(llm=llm, progress=progress, cancel=cancel)
-            finally:
-                if llm is not None:
-                    llm.close()
+            return bank.rebuild_observations(progress=progress, cancel=cancel)
 
         self.job = self.state.runner.run_job(
             "Rebuilding observations", body, self._done, self._failed, key=bank

@@ -271,6 +271,24 @@ class Bank:
 
         return process_jobs(self.handle, llm, limit, progress, cancel)
 
+    def rebuild_observations(
+        self,
+        *,
+        progress: Progress | None = None,
+        cancel: CancelToken | None = None,
+    ) -> JobsReport | None:
+        """Run the pending observation jobs with the configured model (rules when
+        none is chosen or it does not answer); None when nothing was pending. The
+        one way the studio and `engram serve` run what a change queued."""
+        if not self.pending_jobs():
+            return None
+        llm = self.handle.language_model()
+        try:
+            return self.process_jobs(llm=llm, progress=progress, cancel=cancel)
+        finally:
+            if llm is not None:
+                llm.close()
+
     def pending_jobs(self) -> int:
         from core.retain.observations import pending_jobs
 

@@ -2,7 +2,9 @@
 `engram mcp BANK`: one bank over MCP on stdin/stdout, for desktop agents.
 
 `engram serve` owns what it serves: a bank is opened on the first request
-naming it and stays open (its lock held) until the server stops.
+naming it and stays open (its lock held) until the server stops. It also runs
+the observation rebuilds a request's change queued, in the background
+(core/server/rebuilds.py), as the studio does.
 """
 
 from __future__ import annotations
@@ -74,5 +76,6 @@ def run_mcp(args, engine: Engine) -> int:
     try:
         run_stdio(served, bank.name)
     finally:
+        served.close()  # its background observation rebuilds end before the bank closes
         bank.close()
     return 0

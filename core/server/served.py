@@ -4,7 +4,9 @@ Reads (recall, listings) run without the lock: every read takes its own DuckDB
 cursor and sees committed data only, and the indexes are updated under the
 store's own write lock. Writes through the server take the bank's lock, so
 they are serialised with each other and with the studio's runner, which takes
-the same lock (`lock(name)`).
+the same lock (`lock(name)`). The observation rebuilds a change queues are run
+by the owner: the studio's pending-jobs indicator, or headless (no `on_change`)
+a background worker here (core/server/rebuilds.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from contextlib import contextmanager
 
 from core.bank import Bank
 from core.engine import Engine
+from core.server.rebuilds import ObservationRebuilds
 from core.types import BankNotFoundError, Change, Kind
 
 OnChange = Callable[[str, Change], None]
@@ -37,6 +40,8 @@ class ServedBanks:
         # (url, token file) written into each served bank's lock record, so other
         # processes' `engram` commands on it are routed here (core/server/owner.py).
         self._address: tuple[str, str | None] | None = None
+        # Headless, nobody else runs what a change queued.
+        self.rebuilds = ObservationRebuilds(self) if on_change is None else None
 
     # -- the studio hands banks over -------------------------------------------------
 
@@ -113,9 +118,14 @@ class ServedBanks:
             return sorted((n for n, b in self._banks.items() if not b.closed), key=str.lower)
 
     def changed(self, bank_name: str, change: Change) -> None:
-        """Tell the owner (the studio) what a request changed; called after the commit."""
-        if self.on_change is not None and not change.empty:
+        """Tell the owner (the studio) what a request changed; called after the
+        commit. Headless, the observation rebuilds it queued start in the background."""
+        if change.empty:
+            return
+        if self.on_change is not None:
             self.on_change(bank_name, change)
+        elif self.rebuilds is not None and change.added.get(Kind.JOB):
+            self.rebuilds.trigger(bank_name)
 
     # -- banks come and go ---------------------------------------------------------------
 
@@ -149,7 +159,10 @@ class ServedBanks:
         return change
 
     def close(self) -> None:
-        """Close the banks opened here (adopted ones belong to the studio)."""
+        """Stop the background rebuilds, then close the banks opened here
+        (adopted ones belong to the studio)."""
+        if self.rebuilds is not None:
+            self.rebuilds.close()
         with self._guard:
             opened = [self._banks.pop(n) for n in list(self._opened) if n in self._banks]
             self._opened.clear()

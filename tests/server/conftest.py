@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import pytest
@@ -41,19 +43,29 @@ class Served:
         return httpx.Client(base_url=self.url, headers=headers, timeout=120)
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory, embedder) -> Iterator[Served]:
-    home = tmp_path_factory.mktemp("home")
+@contextmanager
+def serving(
+    home: Path, embedder: Embedder, *, headless: bool = False, **options
+) -> Iterator[Served]:
+    """A server over the banks in `home`; `headless` as `engram serve` builds it
+    (no owner hears the changes), else the changes are recorded as the studio hears them."""
     engine = Engine(home, embedder=embedder)
     changes: list[tuple[str, Change]] = []
-    banks = ServedBanks(engine, open_on_demand=True, on_change=lambda n, c: changes.append((n, c)))
-    handle = start_server(banks, "127.0.0.1", 0, TOKEN)
+    on_change = None if headless else lambda n, c: changes.append((n, c))
+    banks = ServedBanks(engine, open_on_demand=True, on_change=on_change)
+    handle = start_server(banks, "127.0.0.1", 0, TOKEN, **options)
     try:
         yield Served(engine, banks, handle, changes)
     finally:
         handle.stop()
         banks.close()
         engine.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, embedder) -> Iterator[Served]:
+    with serving(tmp_path_factory.mktemp("home"), embedder) as server:
+        yield server
 
 
 @pytest.fixture
