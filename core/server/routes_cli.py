@@ -96,5 +96,7 @@ def call(bank_id: str, method: str, body: Call, request: Request) -> dict:
         raise HTTPException(422, f"{method}: {error}") from None
     change = _change_of(value) if method in WRITE_METHODS else None
     if change is not None:
-        served.changed(bank_id, change)
+        # The command runs the observation jobs it queued itself (`--no-jobs`:
+        # its user left them), so a headless server's worker leaves them to it.
+        served.changed(bank_id, change, caller_runs_jobs=True)
     return {"value": encode(value)}

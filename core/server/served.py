@@ -117,14 +117,16 @@ class ServedBanks:
         with self._guard:
             return sorted((n for n, b in self._banks.items() if not b.closed), key=str.lower)
 
-    def changed(self, bank_name: str, change: Change) -> None:
+    def changed(self, bank_name: str, change: Change, *, caller_runs_jobs: bool = False) -> None:
         """Tell the owner (the studio) what a request changed; called after the
-        commit. Headless, the observation rebuilds it queued start in the background."""
+        commit. Headless, the observation rebuilds it queued start in the
+        background, unless the caller runs them itself (a routed `engram`
+        command does, right after, and prints what they did as a direct run)."""
         if change.empty:
             return
         if self.on_change is not None:
             self.on_change(bank_name, change)
-        elif self.rebuilds is not None and change.added.get(Kind.JOB):
+        elif self.rebuilds is not None and change.added.get(Kind.JOB) and not caller_runs_jobs:
             self.rebuilds.trigger(bank_name)
 
     # -- banks come and go ---------------------------------------------------------------

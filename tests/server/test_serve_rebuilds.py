@@ -66,6 +66,7 @@ def test_an_agents_retain_is_rebuilt_without_jobs_run(client, bank_id):
     assert "renewal" in observation
 
 
+@pytest.mark.slow
 def test_a_deleted_document_leaves_its_entity_rebuilt(client, bank_id):
     retain(client, bank_id, "Dana Whitfield signed the renewal this morning.", "chat-1")
     retain(client, bank_id, "Dana Whitfield moved the kickoff to Lisbon.", "chat-2")
