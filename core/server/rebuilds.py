@@ -23,7 +23,7 @@ from core.types import BankNotFoundError, CancelledError
 if TYPE_CHECKING:
     from core.server.served import ServedBanks
 
-log = logging.getLogger("engram.server.rebuilds")
+log = logging.getLogger(__name__)
 
 
 class ObservationRebuilds:

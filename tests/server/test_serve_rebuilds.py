@@ -3,8 +3,10 @@ queued, in the background, without `engram jobs run`."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -67,7 +69,7 @@ def test_an_agents_retain_is_rebuilt_without_jobs_run(client, bank_id):
 
 
 @pytest.mark.slow
-def test_a_deleted_document_leaves_its_entity_rebuilt(client, bank_id):
+def test_a_deleted_document_and_an_edit_leave_the_entity_rebuilt(client, bank_id):
     retain(client, bank_id, "Dana Whitfield signed the renewal this morning.", "chat-1")
     retain(client, bank_id, "Dana Whitfield moved the kickoff to Lisbon.", "chat-2")
     wait_rebuilt(client, bank_id)
@@ -77,6 +79,43 @@ def test_a_deleted_document_leaves_its_entity_rebuilt(client, bank_id):
     wait_rebuilt(client, bank_id)
     (observation,) = observations_of(client, bank_id, "Dana Whitfield")
     assert "Lisbon" in observation and "renewal" not in observation
+    # A curation call through Engram's own API.
+    found = client.get(f"/v1/default/banks/{bank_id}/memories/list", params={"q": "Lisbon"})
+    (unit,) = [u["id"] for u in found.json()["items"] if u["fact_type"] == "world"]
+    r = client.patch(
+        f"/engram/v1/banks/{bank_id}/units/{unit}",
+        json={"text": "Dana Whitfield moved the kickoff to Porto."},
+    )
+    assert r.status_code == 200, r.text
+    wait_rebuilt(client, bank_id)
+    (observation,) = observations_of(client, bank_id, "Dana Whitfield")
+    assert "Porto" in observation and "Lisbon" not in observation
+
+
+LOGGER = "core.server.rebuilds"
+
+
+def logged(caplog) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == LOGGER]
+
+
+def test_a_model_that_does_not_answer_is_logged_not_silent(headless, client, bank_id, caplog):
+    """The rebuild falls back to rules and says why in the server's log."""
+    before = headless.engine.settings
+    headless.engine.set_settings(
+        replace(before, ollama_host="http://127.0.0.1:9", ollama_model="llama3.2")
+    )
+    try:
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            retain(client, bank_id, "Dana Whitfield signed the renewal.", "chat-1")
+            deadline = time.monotonic() + DEADLINE
+            while not logged(caplog) and time.monotonic() < deadline:
+                time.sleep(0.05)  # polling interval
+    finally:
+        headless.engine.set_settings(before)
+    assert pending(client, bank_id) == 0
+    (record,) = logged(caplog)
+    assert bank_id in record.getMessage() and "by rules" in record.getMessage()
 
 
 def test_stopping_waits_for_the_rebuild_and_keeps_what_is_queued(tmp_path, embedder):
