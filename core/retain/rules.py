@@ -771,7 +771,8 @@ def _day(when: datetime) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def _date(d: datetime) -> str:
+def day_text(d: datetime) -> str:
+    """"4 March 2025": how every date in a memory's text reads."""
     return f"{d.day} {d:%B %Y}"
 
 
@@ -787,18 +788,18 @@ def describe_interval(start: datetime, end: datetime) -> str:
                 return f"{start:%B %Y}"
         last = end - timedelta(days=1)
         if last <= start:
-            return _date(start)
+            return day_text(start)
         if last.year == start.year and last.month == start.month:
             return f"{start.day}–{last.day} {start:%B %Y}"
         if last.year == start.year:
-            return f"{start.day} {start:%B} – {_date(last)}"
-        return f"{_date(start)} – {_date(last)}"
+            return f"{start.day} {start:%B} – {day_text(last)}"
+        return f"{day_text(start)} – {day_text(last)}"
     if (
         end - start <= timedelta(days=1)
         and start.date() == (end - timedelta(microseconds=1)).date()
     ):
-        return _date(start)
-    return f"{_date(start)} – {_date(end - timedelta(microseconds=1))}"
+        return day_text(start)
+    return f"{day_text(start)} – {day_text(end - timedelta(microseconds=1))}"
 
 
 def _with_date(text: str, label: str | None) -> str:

@@ -210,7 +210,7 @@ def test_rules_profile_is_bounded_dated_and_about_the_entity() -> None:
         Entity("e", "Priya", "person"), facts, limit=12, count_tokens=lambda t: len(t) // 4
     )
     assert len(text) // 4 <= 120
-    assert text.startswith("Priya (person; 200 facts, 01 March 2024 to 16 September 2024).")
+    assert text.startswith("Priya (person; 200 facts, 1 March 2024 to 16 September 2024).")
     # The entity as subject is preferred over facts that merely mention nearby things.
     assert text.count("Priya ") >= 4 and "Bob said" not in text
     # Spread over time: an early and a late fact.
