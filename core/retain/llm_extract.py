@@ -40,6 +40,7 @@ from core.retain.extract import (
     ExtractionError,
 )
 from core.retain.facts import MAX_UNIT_CHARS
+from core.retain.statements import split_turn
 from core.text import clean_name, clean_text
 from core.timeparse import naive_utc, resolve
 from core.types import ExtractionMode, Network
@@ -77,7 +78,7 @@ FACT_SCHEMA: dict[str, Any] = {
     "properties": {
         "facts": {
             "type": "array",
-            "minItems": 1,
+            "minItems": 0,  # small talk has no facts (see validate_facts)
             "maxItems": MAX_FACTS,
             "items": {
                 "type": "object",
@@ -198,7 +199,8 @@ def build_system_prompt(agent_name: str) -> str:
     return (
         "You turn a conversation into facts for an AI agent's long-term memory.\n"
         f"{who}\n\n"
-        "Write 2 to 5 facts for the exchange (fewer only when it says almost nothing). Each fact "
+        "Write 2 to 5 facts for the exchange (fewer only when it says almost nothing; none, "
+        "[], only when it is nothing but greetings, thanks and small talk). Each fact "
         "is one or two sentences that stand on their own, read without the conversation: who "
         "did or said what, when, where and why. Use names instead of I, you, he, she or they. "
         "Keep the specifics word for word: names, numbers, titles, places, image descriptions.\n\n"
@@ -382,6 +384,17 @@ def _mentions_of_speakers(text: str, exchange: Exchange) -> list[EntityMention]:
     return out
 
 
+def _memorable_statement(exchange: Exchange) -> str | None:
+    """The first statement of the exchange worth a memory (not a greeting, thanks,
+    filler or question), as rules mode would keep it; None for pure small talk."""
+    names = frozenset(w.casefold() for t in exchange.turns for w in t.speaker.split())
+    for turn in exchange.turns:
+        statements = split_turn(turn.text, names).statements
+        if statements:
+            return statements[0].text
+    return None
+
+
 def validate_facts(value: Any, exchange: Exchange, model: str = "") -> list[ExtractedFact]:
     """The model's parsed answer as facts of `exchange`; ValueError when none is usable."""
     if isinstance(value, dict):
@@ -392,6 +405,14 @@ def validate_facts(value: Any, exchange: Exchange, model: str = "") -> list[Extr
         items = value  # a bare list of facts
     if not isinstance(items, list):
         raise ValueError("'facts' must be a list")
+    if not items:
+        # "Nothing to keep" is a fair answer to small talk, and a lazy one to an
+        # exchange that says something: the rules' own test of what is worth a
+        # memory decides, so a model cannot drop a chunk silently.
+        said = _memorable_statement(exchange)
+        if said is None:
+            return []
+        raise ValueError(f"no facts, but the exchange states something: {said[:120]!r}")
 
     reference = exchange.when
     by_id = {t.id: t for t in exchange.turns}

@@ -32,7 +32,7 @@ import duckdb
 import numpy as np
 
 from core.progress import CancelToken, Progress, check, report
-from core.retain.rules import rewrite_pronouns
+from core.retain.rules import day_text, rewrite_pronouns
 from core.store.bank_store import Tx, utcnow
 from core.store.units import delete_units, get_units, insert_mentions, insert_units
 from core.types import (
@@ -216,9 +216,9 @@ def rules_profile(
     if dated:
         first, last = min(dated), max(dated)
         span = (
-            f", {first:%d %B %Y}"
+            f", {day_text(first)}"
             if first.date() == last.date()
-            else f", {first:%d %B %Y} to {last:%d %B %Y}"
+            else f", {day_text(first)} to {day_text(last)}"
         )
     count_label = f"{len(unique)} fact{'s' if len(unique) != 1 else ''}"
     head = f"{entity.name} ({entity.type}; {count_label}{span})."

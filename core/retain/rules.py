@@ -711,8 +711,26 @@ _CHAT_ABBREVIATIONS = _wordset(
     "fyi btw lol lmao omg tbh idk imo imho asap rsvp ttyl brb np thx pls plz aka diy "
     "tl dr tldr irl afaik fwiw smh rofl ikr"
 )
+# Abbreviations of common nouns: written in capitals, they still name a kind of
+# thing ("the API", "two VMs", "a PDF"), not one thing to remember facts about.
+_COMMON_ABBREVIATIONS = _wordset(
+    "api apis sdk sdks ui ux vm vms url urls pdf pdfs csv csvs json xml html css http https "
+    "sql db dbs os cpu gpu ram ssd usb tv pc pcs gps atm kpi kpis okr okrs eta faq faqs "
+    "hr pr prs qa ci cd mvp poc wifi wi-fi"
+)
+# Roles name a position, not who holds it: "the CFO", "our VP of Engineering".
+# With a name they are a title instead ("President Lincoln" keeps the name).
+_ROLES = _wordset(
+    "ceo cfo cto coo cio cmo cpo ciso vp svp evp head director manager president chair "
+    "chairman chairwoman chairperson founder cofounder co-founder"
+)
 # An all-capital word longer than this is a keyword or shouting, not an acronym.
 MAX_ACRONYM_LETTERS = 5
+
+
+def _is_role(words: list[str]) -> bool:
+    """ "CFO", "VP of Engineering", "Head of Design": a role and what it is of."""
+    return _apostrophes(words[0]).casefold() in _ROLES and (len(words) == 1 or words[1] == "of")
 
 
 def _not_a_name(word: str) -> bool:
@@ -771,7 +789,8 @@ def _day(when: datetime) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def _date(d: datetime) -> str:
+def day_text(d: datetime) -> str:
+    """ "4 March 2025": how every date in a memory's text reads."""
     return f"{d.day} {d:%B %Y}"
 
 
@@ -787,18 +806,18 @@ def describe_interval(start: datetime, end: datetime) -> str:
                 return f"{start:%B %Y}"
         last = end - timedelta(days=1)
         if last <= start:
-            return _date(start)
+            return day_text(start)
         if last.year == start.year and last.month == start.month:
             return f"{start.day}–{last.day} {start:%B %Y}"
         if last.year == start.year:
-            return f"{start.day} {start:%B} – {_date(last)}"
-        return f"{_date(start)} – {_date(last)}"
+            return f"{start.day} {start:%B} – {day_text(last)}"
+        return f"{day_text(start)} – {day_text(last)}"
     if (
         end - start <= timedelta(days=1)
         and start.date() == (end - timedelta(microseconds=1)).date()
     ):
-        return _date(start)
-    return f"{_date(start)} – {_date(end - timedelta(microseconds=1))}"
+        return day_text(start)
+    return f"{day_text(start)} – {day_text(end - timedelta(microseconds=1))}"
 
 
 def _with_date(text: str, label: str | None) -> str:
@@ -1151,6 +1170,8 @@ class _Context:
             return []
         if sum(1 for w in words if _shouted(w)) >= 2:
             return []  # code or shouting: "CREATE INDEX CONCURRENTLY"
+        if _is_role(words):
+            return []
         if len(words) == 1:
             word = words[0]
             letters = sum(c.isalpha() for c in word)
@@ -1160,6 +1181,8 @@ class _Context:
                 return []  # a keyword or shouting: "CONCURRENTLY", "INTENSE"
             if "&" in word and all(len(part) <= 1 for part in word.split("&")):
                 return []  # "R&R", "Q&A"
+            if _apostrophes(word).casefold() in _COMMON_ABBREVIATIONS:
+                return []
             if span.initial and words is span.words and not self._stands_alone(word):
                 return []
         return words

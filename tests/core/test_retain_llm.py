@@ -271,3 +271,21 @@ def test_auto_mode_uses_the_model_only_when_it_answers(bank, fake_ollama: FakeOl
         ExtractionMode.LLM,
         ExtractionMode.RULES,
     }
+
+
+def test_small_talk_with_no_facts_is_done_and_a_lazy_empty_answer_fails(
+    bank, fake_ollama: FakeOllama
+) -> None:
+    """`{"facts": []}` is the right answer to greetings and thanks, and the wrong
+    one to an exchange that states something: that one is re-asked, then failed."""
+    small_talk = [("Alice", "Hi Bob, how are you?"), ("Bob", "Great, thanks Alice! Take care.")]
+    content = [("Alice", "My sister Priya moved to Lisbon for Northwind.")]
+    fake_ollama.responder = lambda body: {"facts": []} if kind_of(body) == "extract" else {}
+    report = bank.ingest(chat([small_talk, content]), mode="llm", llm=lm(fake_ollama))
+
+    assert report.documents_ingested == 1 and bank.count() == 0
+    [failure] = report.failures
+    assert set(failure.turn_ids) == {"chat2"}, "only the exchange that says something failed"
+    assert "states something" in failure.reason and "Priya moved to Lisbon" in failure.reason
+    retries = [b for b in fake_ollama.chat_requests if kind_of(b) == "extract"]
+    assert any("states something" in str(b["messages"]) for b in retries), "re-asked with why"

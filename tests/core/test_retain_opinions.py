@@ -149,7 +149,7 @@ def test_third_person_and_rules_profile() -> None:
         for i in range(30)
     ]
     text = rules_profile(Entity("e", "Priya", "person"), facts, limit=5)
-    assert text.startswith("Priya (person; 30 facts, 01 March 2024 to 30 March 2024).")
+    assert text.startswith("Priya (person; 30 facts, 1 March 2024 to 30 March 2024).")
     assert text.count("Priya and") == 5
     assert "Priya and apple." in text and "Priya and dune." in text
 

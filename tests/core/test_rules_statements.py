@@ -169,6 +169,18 @@ def test_fillers_chat_abbreviations_keywords_and_code_are_never_entities() -> No
     assert "NASA" in found  # a real acronym stays
 
 
+def test_roles_and_abbreviations_of_common_nouns_are_not_entities() -> None:
+    found = mentions(
+        ("Ola", "Our CFO signed off, and the VP of Engineering wants the API docs as a PDF."),
+        ("Ben", "Head of Design liked it. We moved two VMs to Quarry Labs on the Wi-Fi."),
+        ("Ola", "President Halvorsen of Quarry Labs called the CEO about it."),
+    )
+    for name in ("CFO", "VP of Engineering", "API", "PDF", "Head of Design", "VMs", "CEO"):
+        assert name not in found, (name, found)
+    assert "Quarry Labs" in found
+    assert any("Halvorsen" in name for name in found), found  # a title with a name stays
+
+
 def test_short_first_names_merge_only_as_a_prefix() -> None:
     assert name_similarity("Ana", "Dana Whitfield") == 0.0
     assert name_similarity("Ana", "Dana") == 0.0
@@ -210,7 +222,7 @@ def test_rules_profile_is_bounded_dated_and_about_the_entity() -> None:
         Entity("e", "Priya", "person"), facts, limit=12, count_tokens=lambda t: len(t) // 4
     )
     assert len(text) // 4 <= 120
-    assert text.startswith("Priya (person; 200 facts, 01 March 2024 to 16 September 2024).")
+    assert text.startswith("Priya (person; 200 facts, 1 March 2024 to 16 September 2024).")
     # The entity as subject is preferred over facts that merely mention nearby things.
     assert text.count("Priya ") >= 4 and "Bob said" not in text
     # Spread over time: an early and a late fact.
