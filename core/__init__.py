@@ -52,6 +52,7 @@ _EXPORTS = {
     "InvalidInputError": "core.types",
     "Kind": "core.types",
     "LEVELS": "core.vocabulary",
+    "FACT_NETWORKS": "core.types",
     "LINK_KINDS": "core.vocabulary",
     "LanguageModel": "core.providers.llm",
     "LanguageModelError": "core.providers.llm",

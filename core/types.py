@@ -42,6 +42,10 @@ class Network(StrEnum):
     OBSERVATION = "observation"
 
 
+# What retain extracts; observations are synthesised later from these three.
+FACT_NETWORKS: tuple[Network, ...] = (Network.WORLD, Network.EXPERIENCE, Network.OPINION)
+
+
 class UnitStatus(StrEnum):
     ACTIVE = "active"
     # Hidden from recall, reflect and default views by a soft retract; restorable.

@@ -39,7 +39,7 @@ from app.panes.base import Pane, empty_label, muted_label
 from app.panes.entity_dialogs import RetractEntityDialog
 from app.runner import describe
 from app.state import StudioState
-from core import Kind
+from core import FACT_NETWORKS, Kind
 
 if TYPE_CHECKING:
     from core import Bank, Change
@@ -412,7 +412,7 @@ class EntityMapPane(Pane):
         bank = self.bank
         if bank is not None:
             self.state.runner.run_query(
-                lambda: bank.units(entity=entity.id, limit=None),
+                lambda: bank.units(FACT_NETWORKS, entity=entity.id, limit=None),
                 lambda units: self._facts(entity.id, units),
                 key=bank,
             )
@@ -433,7 +433,7 @@ class EntityMapPane(Pane):
         bank = self.bank
         if bank is not None:
             self.state.runner.run_query(
-                lambda: bank.units(entity=entity_id, status=None, limit=None),
+                lambda: bank.units(FACT_NETWORKS, entity=entity_id, status=None, limit=None),
                 lambda units: self._facts(entity_id, units),
                 key=bank,
             )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from core.types import Document, EngramError, ExtractionMode, Network, Turn
+from core.types import FACT_NETWORKS, Document, EngramError, ExtractionMode, Network, Turn
 
 __all__ = [
     "CAUSAL_RELATIONS",
@@ -35,8 +35,6 @@ __all__ = [
 
 ENTITY_TYPES: tuple[str, ...] = ("person", "org", "place", "product", "concept", "other")
 CAUSAL_RELATIONS: tuple[str, ...] = ("causes", "caused_by", "enables", "prevents")
-# Observations are synthesised later from these three, never extracted.
-FACT_NETWORKS: tuple[Network, ...] = (Network.WORLD, Network.EXPERIENCE, Network.OPINION)
 
 
 class ExtractionError(EngramError):

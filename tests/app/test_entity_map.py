@@ -13,7 +13,7 @@ from app.graph.entitymap import EntityMap, build, strongest_pairs
 from app.panes.entity_dialogs import RetractEntityDialog
 from app.runner import Runner
 from app.state import StudioState
-from core import Entity
+from core import FACT_NETWORKS, Entity
 from tests.app.conftest import wait_idle
 
 
@@ -53,6 +53,7 @@ def test_strongest_pairs_keep_each_entitys_best() -> None:
 
 @pytest.mark.slow
 def test_click_shows_facts_and_drag_merges_through_the_engine(qtbot, map_state) -> None:
+    map_state.bank.process_jobs()  # observations exist: they are not facts to list
     pane = EntityMapPane(map_state)
     qtbot.addWidget(pane)
     pane.resize(1280, 720)
@@ -66,7 +67,12 @@ def test_click_shows_facts_and_drag_merges_through_the_engine(qtbot, map_state) 
     # A click (press and release on the same node) opens its facts, in time order.
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.view_pos(first.id))
     assert pane.selected == first.id and pane.side.isVisible()
-    qtbot.waitUntil(lambda: pane.facts.count() == first.mention_count, timeout=30_000)
+    facts = bank.units(FACT_NETWORKS, entity=first.id, limit=None)
+    qtbot.waitUntil(lambda: pane.facts.count() == len(facts), timeout=30_000)
+    profile = bank.observation(first.id)
+    assert profile is not None
+    listed = [pane.facts.item(i).text() for i in range(pane.facts.count())]
+    assert not [text for text in listed if profile.text in text], "an observation is no fact"
     # Drag the second onto the first: asks, then merges with the engine.
     asked: list[str] = []
     pane.confirm = lambda title, text: asked.append(text) or True
@@ -90,11 +96,12 @@ def test_click_shows_facts_and_drag_merges_through_the_engine(qtbot, map_state) 
         return True
 
     pane.review_retract = review
-    had = {u.text for u in bank.units(entity=first.id, limit=None)}
+    hidden = {u.text for u in bank.units(entity=first.id, limit=None)}  # its profile too
+    had = {u.text for u in bank.units(FACT_NETWORKS, entity=first.id, limit=None)}
     pane.request_retract()
     qtbot.waitUntil(lambda: first.id not in {e.id for e in bank.entities()}, timeout=60_000)
     qtbot.waitUntil(lambda: first.id not in pane.map.graph.index, timeout=60_000)
-    assert reviewed and all(text.split("] ", 1)[1] in had for text in reviewed)
+    assert reviewed and [t for t in reviewed if t.split("] ", 1)[1] not in hidden] == []
     # Off the map, the entity stays selected, its panel showing what it had.
     assert pane.selected == first.id and pane.side.isVisible()
     assert "(retracted)" in pane.name.text() and pane.retract_button.text() == "Restore entity"
