@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import (
     QAbstractTableModel,
     QByteArray,
+    QEvent,
     QMimeData,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
@@ -175,6 +177,12 @@ class EntityFilter(QSortFilterProxyModel):
         return needle in e.name.lower() or any(needle in a.lower() for a in e.aliases)
 
 
+NAME_WIDTH = 150
+# Narrower than this, the aliases column is hidden rather than squeezed to "Nor…"
+# or pushing First/Last seen out of sight (1280×720); the detail lists aliases.
+ALIASES_MIN_WIDTH = 90
+
+
 class EntitiesPane(Pane):
     title = "Entities"
     slug = "entities"
@@ -209,8 +217,9 @@ class EntitiesPane(Pane):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        for col, width in ((0, 150), (2, 70), (3, 78), (4, 92), (5, 92)):
+        for col, width in ((0, NAME_WIDTH), (2, 70), (3, 78), (4, 92), (5, 92)):
             self.table.setColumnWidth(col, width)
+        self.table.viewport().installEventFilter(self)  # narrow: the aliases column gives way
         self.table.selectionModel().currentRowChanged.connect(lambda *_: self._show_current())
         # Drag one entity onto another to merge them.
         self.table.setDragEnabled(True)
@@ -269,6 +278,27 @@ class EntitiesPane(Pane):
         lv.addWidget(self.count_label)
         self.splitter = list_and_detail(self, left, detail)
         self.set_bank(state.bank)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_columns()
+        return super().eventFilter(watched, event)
+
+    def _fit_columns(self) -> None:
+        """Aliases stretch into the room the other columns leave; with too little
+        room they hide, and the name takes the slack."""
+        header = self.table.horizontalHeader()
+        others = sum(self.table.columnWidth(c) for c in (2, 3, 4, 5))
+        room = self.table.viewport().width() - others
+        narrow = room - NAME_WIDTH < ALIASES_MIN_WIDTH
+        if narrow == self.table.isColumnHidden(1):
+            return  # a name column the user widened stays as they left it
+        self.table.setColumnHidden(1, narrow)
+        header.setSectionResizeMode(
+            0, QHeaderView.ResizeMode.Stretch if narrow else QHeaderView.ResizeMode.Interactive
+        )
+        if not narrow:
+            self.table.setColumnWidth(0, NAME_WIDTH)
 
     # -- Pane interface ------------------------------------------------------
 
