@@ -341,8 +341,9 @@ class Engine:
 def _import_leftovers(banks_dir: Path) -> bool:
     """Whether a killed snapshot import may have left something to clean up,
     seen without importing core.snapshot.importer (it loads DuckDB and Arrow).
-    The names are its IMPORT_LOCK and REPLACED_PREFIX (a test keeps them equal)."""
+    The names are its IMPORT_PREFIX, IMPORT_LOCK and REPLACED_PREFIX (a test keeps
+    them equal)."""
     return any(
-        folder.name.startswith(".replaced-") or (folder / "import.lock").exists()
+        folder.name.startswith((".replaced-", ".import-")) or (folder / "import.lock").exists()
         for folder in banks_dir.iterdir()
     )

@@ -1,7 +1,7 @@
 """Importing a `.engram` file as a new bank, or in place of one, atomically.
 
 The new bank is built in a hidden temporary folder under the banks folder
-(`.import-<token>`), which has no `bank.json` label until the very end, so no
+(`.import-<pid>-<token>`), which has no `bank.json` label until the very end, so no
 listing ever shows a half bank. Only when it is complete — every table
 loaded and counted, indexes built, the three stores agreeing — is it moved
 into place:
@@ -134,6 +134,20 @@ class _FileLock:
         self._lock.release()
 
 
+def _creator_alive(import_folder: str) -> bool:
+    """Whether the process named in `.import-<pid>-<token>` still runs."""
+    pid = import_folder[len(IMPORT_PREFIX) :].split("-", 1)[0]
+    if not pid.isdigit():
+        return False  # no pid in the name: nobody can be about to lock it
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, someone else's
+    return True
+
+
 def _free(path: Path) -> bool:
     """True if nobody holds the lock on `path` (a missing file is free)."""
     try:
@@ -153,7 +167,16 @@ def cleanup_stale_imports(banks_dir: Path) -> list[Path]:
         return touched
     for folder in sorted(banks_dir.iterdir()):
         lock = folder / IMPORT_LOCK
-        if not folder.is_dir() or not lock.exists() or not _free(lock):
+        if not folder.is_dir():
+            continue
+        if not lock.exists():
+            # Killed between making its folder and taking the folder's lock: the
+            # creator's pid in the name tells a dead one from one about to lock.
+            if folder.name.startswith(IMPORT_PREFIX) and not _creator_alive(folder.name):
+                shutil.rmtree(folder, ignore_errors=True)
+                touched.append(folder)
+            continue
+        if not _free(lock):
             continue
         if (folder / LABEL).exists():
             lock.unlink(missing_ok=True)  # committed; only the lock file was left
@@ -225,7 +248,8 @@ def _import(
             probe.release()
         disk_space_ok(engine.banks_dir, needed_bytes(snapshot))
         token = new_id()
-        temp = engine.banks_dir / f"{IMPORT_PREFIX}{token}"
+        # The pid names who made it: a kill before its lock is taken is still cleaned up.
+        temp = engine.banks_dir / f"{IMPORT_PREFIX}{os.getpid()}-{token}"
         temp.mkdir()
         guard = _FileLock(temp / IMPORT_LOCK)
         try:

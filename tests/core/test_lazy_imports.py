@@ -43,4 +43,8 @@ def test_engine_spots_import_leftovers_by_the_importers_names():
     # The engine checks for them without importing the importer (DuckDB, Arrow).
     from core.snapshot import importer
 
-    assert (importer.IMPORT_LOCK, importer.REPLACED_PREFIX) == ("import.lock", ".replaced-")
+    assert (importer.IMPORT_PREFIX, importer.IMPORT_LOCK, importer.REPLACED_PREFIX) == (
+        ".import-",
+        "import.lock",
+        ".replaced-",
+    )

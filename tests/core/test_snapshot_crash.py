@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -111,3 +114,20 @@ def test_kill_from_outside_at_an_arbitrary_moment(home, snapshot):
     assert child.join() == 0
     _, replaced, leftovers = _state(home)
     assert len(replaced["units"]) == 1500 and leftovers == []
+
+
+def test_a_kill_between_making_the_folder_and_locking_it_is_cleaned_up(tmp_path):
+    """The import folder exists a moment before its lock file does (CI killed one
+    there): its creator's pid tells a dead import from one about to lock."""
+    dead_pid = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_pid.wait()  # reaped: its pid names no process
+    with Engine(tmp_path / "home", embedder=HashEmbedder()) as engine:
+        banks = engine.banks_dir
+    dead = banks / f".import-{dead_pid.pid}-0123abcd"
+    alive = banks / f".import-{os.getpid()}-4567ef01"
+    for folder in (dead, alive):
+        (folder / ".snapshot").mkdir(parents=True)
+    with Engine(tmp_path / "home", embedder=HashEmbedder()) as engine:
+        assert engine.banks() == []
+    assert not dead.exists()
+    assert alive.exists(), "a live creator is about to take its lock"
