@@ -120,7 +120,7 @@ def _then_jobs(handler):
         pending = bank.pending_jobs()
         if args.no_jobs:
             if pending:
-                print(pending_hint(bank))
+                print(pending_hint(bank, pending))
         elif pending and run_pending(bank, engine):
             return code or 1
         return code

@@ -100,8 +100,9 @@ def delete_document(args, engine: Engine) -> int:
     change = bank.delete_document(args.document, actor=args.actor)
     print(f"deleted document {preview.title!r} ({len(preview.units)} unit(s)); undo brings it back")
     failed = 0 if args.no_jobs else run_pending(bank, engine)
-    if args.no_jobs and bank.pending_jobs():
-        print(pending_hint(bank))
+    pending = bank.pending_jobs() if args.no_jobs else 0
+    if pending:
+        print(pending_hint(bank, pending))
     return 1 if failed or change.empty else 0
 
 

@@ -27,10 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=run_jobs)
 
 
-def pending_hint(bank) -> str:
+def pending_hint(bank, pending: int) -> str:
     """'N pending job(s): run `engram jobs run BANK`', the name quoted so the
-    command can be pasted into a shell as it is ('Demo: Juniper' has a space)."""
-    pending = bank.pending_jobs()
+    command can be pasted into a shell as it is ('Demo: Juniper' has a space).
+    `pending`: the count the caller read (routed, each read is a request)."""
     hint = f": run `engram jobs run {shlex.quote(bank.name)}`" if pending else ""
     return f"{pending} pending job(s){hint}"
 
@@ -41,7 +41,7 @@ def list_jobs(args, engine: Engine) -> int:
     if args.json:
         print_json({"pending": pending})
     else:
-        print(pending_hint(bank))
+        print(pending_hint(bank, pending))
     return 0
 
 
