@@ -277,10 +277,10 @@ def shares_topic(
     one_word: bool = False,
 ) -> bool:
     """Evidence and opinion are about the same subject. They share TOPIC_MIN_WORDS
-    topic words (or all of the opinion's, "Nate loves turtles"), or one when `one_word` (they
-    share an entity, or the embedding finds them near restatements); `strict`:
-    TOPIC_MIN_SHARED, or enough to be
-    TOPIC_MIN_COVER of the shorter one's ("Oscar", "pottery"). The names of the people
+    topic words (or all of the opinion's, "Nate loves turtles"), or one when
+    `one_word` (they share an entity, or the embedding finds them near
+    restatements); `strict`: TOPIC_MIN_SHARED, or enough to be TOPIC_MIN_COVER of
+    the shorter one's ("Oscar", "pottery"). The names of the people
     talking (the opinion's `holders` and the other `participants`, casefolded),
     in everything they say or hear, do not count; and a judgment of the
     listener's things ("your painting", "Mel's painting") is not about the same

@@ -312,9 +312,7 @@ def _stated_belief(text: str) -> bool:
 def opinion_confidence(text: str) -> float | None:
     """None when `text` states no belief or preference (a compliment to the listener
     is none); else its confidence from hedging."""
-    if _stated_belief(text):
-        pass
-    elif not _EVALUATIVE.search(text) or _compliment(text):
+    if not _stated_belief(text) and (not _EVALUATIVE.search(text) or _compliment(text)):
         return None
     levels = [level for pattern, level in _HEDGES if pattern.search(text)]
     return min(levels) if levels else PLAIN_OPINION_CONFIDENCE
@@ -619,11 +617,14 @@ _PERSON_VERBS = _wordset(
     "said says asked asks told tells wrote writes replied replies texted emailed messaged "
     "smiled laughed cried thinks thought believes believed feels felt noticed"
 )
-# A person's role in an apposition: "Dana Whitfield, their VP of Engineering".
-_PERSON_ROLES = _PERSON_BEFORE | _wordset(
-    "vp ceo cto cfo coo cmo founder co-founder cofounder director head lead president "
-    "chair engineer designer developer"
+# Roles name a position, not who holds it: "the CFO", "our VP of Engineering".
+# With a name they are a title instead ("President Lincoln" keeps the name).
+_ROLES = _wordset(
+    "ceo cfo cto coo cio cmo cpo ciso vp svp evp head director manager president chair "
+    "chairman chairwoman chairperson founder cofounder co-founder"
 )
+# A person's role in an apposition: "Dana Whitfield, their VP of Engineering".
+_PERSON_ROLES = _PERSON_BEFORE | _ROLES | _wordset("lead engineer designer developer")
 _DETERMINERS = _wordset("their her his our my your the a an")
 # A pronoun for a person taking up a name later in its clause. Not "she"/"he": a new
 # clause's subject may be anyone ("I love DIYs, and I know she does too").
@@ -717,12 +718,6 @@ _COMMON_ABBREVIATIONS = _wordset(
     "api apis sdk sdks ui ux vm vms url urls pdf pdfs csv csvs json xml html css http https "
     "sql db dbs os cpu gpu ram ssd usb tv pc pcs gps atm kpi kpis okr okrs eta faq faqs "
     "hr pr prs qa ci cd mvp poc wifi wi-fi"
-)
-# Roles name a position, not who holds it: "the CFO", "our VP of Engineering".
-# With a name they are a title instead ("President Lincoln" keeps the name).
-_ROLES = _wordset(
-    "ceo cfo cto coo cio cmo cpo ciso vp svp evp head director manager president chair "
-    "chairman chairwoman chairperson founder cofounder co-founder"
 )
 # An all-capital word longer than this is a keyword or shouting, not an acronym.
 MAX_ACRONYM_LETTERS = 5
