@@ -137,6 +137,7 @@ class Unit:
     updated_at: datetime | None = None
     access_count: int = 0  # recalls by agents and the studio (not inspection runs)
     last_accessed_at: datetime | None = None
+    created_by: str = ""  # the actor whose request wrote it ("" before schema 5)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="serve the banks over HTTP (Hindsight-compatible API, Engram's API, MCP)",
         description="Serve every bank in the data folder until stopped (Ctrl-C or SIGTERM). "
         "Requests need 'Authorization: Bearer <token>': the token is ENGRAM_API_TOKEN, "
-        "else the one in <home>/api-token.",
+        "else the one in <home>/api-token, or a named one (engram tokens add NAME).",
     )
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"address (default {DEFAULT_HOST})")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port; 0 picks a free one")
@@ -39,18 +39,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_serve(args, engine: Engine) -> int:
-    from core.server import ServedBanks, api_token, start_server
+    from core.server import ServedBanks, TokenRing, start_server
     from core.server.running import check_bind
     from core.server.token import ENV, token_file
 
     check_bind(args.host)  # before loading anything
-    token = api_token(engine.home)
+    tokens = TokenRing.for_home(engine.home)
     engine.embedder  # noqa: B018 — loaded once now, so the first request is not the slow one
     served = ServedBanks(engine, open_on_demand=True)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    handle = start_server(served, args.host, args.port, token)
+    handle = start_server(served, args.host, args.port, tokens)
     from_env = bool(os.environ.get(ENV, "").strip())
     where = f"${ENV}" if from_env else str(token_file(engine.home))
     # Each bank's lock names this address: `engram` commands on it are routed here.
@@ -67,9 +67,12 @@ def run_serve(args, engine: Engine) -> int:
 
 
 def run_mcp(args, engine: Engine) -> int:
+    from core.context import MCP_STDIO, Caller, set_process_caller
     from core.server import ServedBanks
     from core.server.mcp_tools import run_stdio
 
+    # Over stdio no token says who it is: "mcp", plus the client's name (mcp_caller.py).
+    set_process_caller(Caller(getattr(args, "actor", None) or "mcp", MCP_STDIO))
     bank = engine.open_bank(args.bank)
     served = ServedBanks(engine, open_on_demand=False)
     served.adopt(bank)

@@ -20,6 +20,7 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
+from core.context import current_caller
 from core.retain.report import ChunkFailure
 from core.store.units import delete_units
 from core.types import Document, EngramError, ExtractionMode, InvalidInputError, Turn
@@ -85,7 +86,7 @@ def insert_document(
 ) -> None:
     con.execute(
         "INSERT INTO documents (id, title, source_path, content_hash, format, created_at,"
-        " extraction_mode, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " extraction_mode, model, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             document_id,
             document.title or "conversation",
@@ -95,6 +96,7 @@ def insert_document(
             now,
             str(mode),
             model,
+            current_caller().actor,
         ],
     )
 
@@ -169,6 +171,7 @@ class StoredDocument:
     model: str | None
     turns: int
     units: int
+    created_by: str = ""  # the actor that retained it ("" before schema 5)
 
 
 def list_documents(con: duckdb.DuckDBPyConnection) -> list[StoredDocument]:
@@ -176,7 +179,8 @@ def list_documents(con: duckdb.DuckDBPyConnection) -> list[StoredDocument]:
         "SELECT d.id, d.title, d.source_path, d.content_hash, d.format, d.created_at,"
         " d.extraction_mode, d.model,"
         " (SELECT count(*) FROM turns t WHERE t.document_id = d.id),"
-        " (SELECT count(*) FROM units u WHERE u.document_id = d.id)"
+        " (SELECT count(*) FROM units u WHERE u.document_id = d.id),"
+        " coalesce(d.created_by, '')"
         " FROM documents d ORDER BY d.created_at, d.id"
     ).fetchall()
     return [StoredDocument(*r) for r in rows]

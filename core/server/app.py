@@ -1,5 +1,6 @@
 """The FastAPI app: Hindsight's paths under `/v1/default/...`, Engram's own under
-`/engram/v1/...`, MCP (streamable HTTP) under `/mcp`; one bearer token for all.
+`/engram/v1/...`, MCP (streamable HTTP) under `/mcp`; the same bearer tokens for
+all (the default one and the named ones: core/server/token.py).
 
 Route handlers are plain `def`s: FastAPI runs them in its thread pool, so an
 engine call never blocks the event loop. Writes take the bank's lock from
@@ -8,16 +9,19 @@ engine call never blocks the event loop. Writes take the bank's lock from
 
 from __future__ import annotations
 
+import threading
+
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
-from core.server import routes_cli, routes_engram, routes_hindsight
+from core.server import routes_activity, routes_cli, routes_engram, routes_hindsight
 from core.server.errors import engram_error
 from core.server.guard import Guard
 from core.server.operations import Operations
 from core.server.served import ServedBanks
+from core.server.token import TokenRing
 from core.types import EngramError
 
 API_TITLE = "Engram Studio memory API"
@@ -27,7 +31,7 @@ MAX_SNAPSHOT = 4 * 2**30
 
 def create_app(
     served: ServedBanks,
-    token: str,
+    token: str | TokenRing,
     *,
     max_body_bytes: int = MAX_BODY,
     max_snapshot_bytes: int = MAX_SNAPSHOT,
@@ -60,9 +64,12 @@ def create_app(
     )
     app.state.served = served
     app.state.operations = operations
+    # Set as the server stops: long-lived responses (the activity stream) end then.
+    app.state.stopping = threading.Event()
     app.add_exception_handler(EngramError, engram_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.include_router(routes_engram.router)
+    app.include_router(routes_activity.router)
     app.include_router(routes_cli.router)  # what routed `engram` commands call
     app.include_router(routes_hindsight.router)
     app.include_router(routes_hindsight.unsupported)
@@ -72,7 +79,7 @@ def create_app(
     app.openapi = lambda: _openapi(app)
     app.add_middleware(
         Guard,
-        token=token,
+        tokens=token if isinstance(token, TokenRing) else TokenRing(token),
         max_body_bytes=max_body_bytes,
         limits={routes_engram.SNAPSHOT_IMPORT_SUFFIX: max_snapshot_bytes},
     )

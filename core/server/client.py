@@ -35,6 +35,8 @@ VALUE_TYPES = {
         "core.retain.report": "ChunkFailure DocumentResult IngestReport",
         "core.retain.observations": "JobsReport",
         "core.curate.audit": "AuditEntry",
+        "core.journal.entry": "ActivityEntry",
+        "core.recall.replay": "RecallReplay Move",
         "core.curate.retract": "RetractPreview",
         "core.reflect.values": "OpinionAction FormedOpinion Evidence LeftOut Reflection "
         "Comparison TrajectoryStep OpinionTrajectory OpinionChange",
@@ -47,7 +49,8 @@ TAG = "$t"
 # the bank's lock and their Change is broadcast to the owner's views.
 READ_METHODS = frozenset(
     """units count recall pending_jobs profile retract_preview audit reflections opinions
-    opinion_history opinions_changed compare verify resolve_entity profile_warnings""".split()
+    opinion_history opinions_changed compare verify resolve_entity profile_warnings
+    activity activity_entry activity_actors activity_usage recorded_recall replay_recall""".split()
 )
 WRITE_METHODS = frozenset(
     """ingest process_jobs edit_unit delete_units rename_entity merge_entities split_entity
@@ -145,9 +148,17 @@ class OwnerClient:
     def call(self, bank: str, method: str, *args: Any, **kwargs: Any) -> Any:
         import httpx
 
+        from core.context import HOP_HEADER, hop_header
+
         body = {"args": encode(list(args)), "kwargs": encode(kwargs)}
         try:
-            response = self._http.post(f"/engram/v1/banks/{_quote(bank)}/call/{method}", json=body)
+            # Who asked (the CLI, or a script's --actor): the owner records it as the
+            # actor, as a direct run would (it trusts this from its own token only).
+            response = self._http.post(
+                f"/engram/v1/banks/{_quote(bank)}/call/{method}",
+                json=body,
+                headers={HOP_HEADER: hop_header()},
+            )
         except httpx.HTTPError as error:
             raise RemoteError(
                 f"the owner of bank {bank!r} at {self.url} did not answer: {error}"

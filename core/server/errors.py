@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
+from core.journal import ActivityNotFoundError
 from core.providers.llm import LanguageModelError
 from core.reflect import ReflectionError
 from core.snapshot import SnapshotError
@@ -27,6 +28,7 @@ class RetainFailed(EngramError):
 # Most specific first: the first class an error is an instance of decides.
 STATUS: list[tuple[type[Exception], int]] = [
     (BankNotFoundError, 404),
+    (ActivityNotFoundError, 404),
     (BankExistsError, 409),
     (BankLockedError, 409),
     (EmbeddingMismatchError, 409),

@@ -1,6 +1,11 @@
 """ASGI middleware in front of every route (the MCP mount included): the bearer
 token, then the request body's size limit.
 
+The token also says who is asking: the request runs as its `Caller` (the
+token's name, over HTTP or MCP; core/context.py), set here for every route,
+and kept in the ASGI scope (`CALLER_KEY`) for MCP, whose tools run in the
+session's own tasks.
+
 Pure ASGI rather than Starlette's BaseHTTPMiddleware, so streamed uploads and
 downloads pass through without being buffered.
 """
@@ -12,11 +17,14 @@ from collections.abc import Callable
 
 from fastapi import HTTPException
 
-from core.server.token import token_matches
+from core.context import HOP_HEADER, HTTP, MCP, Caller, acting_as, parse_hop
+from core.server.token import DEFAULT_NAME, TokenRing
 
 Scope = dict
 Receive = Callable
 Send = Callable
+CALLER_KEY = "engram.caller"
+MCP_PATH = "/mcp"
 
 
 async def _answer(send: Send, status: int, detail: str, headers: list | None = None) -> None:
@@ -48,9 +56,9 @@ class Guard:
     counted as it streams in). `limits` maps a path suffix to its own limit
     (snapshot uploads are larger than any JSON request)."""
 
-    def __init__(self, app, token: str, max_body_bytes: int, limits: dict[str, int]) -> None:
+    def __init__(self, app, tokens: TokenRing, max_body_bytes: int, limits: dict[str, int]) -> None:
         self.app = app
-        self.token = token
+        self.tokens = tokens
         self.max_body_bytes = max_body_bytes
         self.limits = limits
 
@@ -66,7 +74,8 @@ class Guard:
             return
         headers = dict(scope.get("headers") or [])
         auth = headers.get(b"authorization", b"").decode("latin-1")
-        if not token_matches(self.token, auth):
+        name = self.tokens.identify(auth)
+        if name is None:
             await _answer(
                 send,
                 401,
@@ -74,6 +83,12 @@ class Guard:
                 [(b"www-authenticate", b"Bearer")],
             )
             return
+        caller = caller_of(name, scope["path"], headers)
+        scope[CALLER_KEY] = caller
+        with acting_as(caller):
+            await self._limited(scope, receive, send, headers)
+
+    async def _limited(self, scope: Scope, receive: Receive, send: Send, headers: dict) -> None:
         limit = self.limit_for(scope["path"])
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
@@ -102,3 +117,15 @@ class Guard:
         except BodyTooLarge:
             if not started:
                 await _answer(send, 413, f"request body over the limit of {limit} bytes")
+
+
+def caller_of(token_name: str, path: str, headers: dict[bytes, bytes]) -> Caller:
+    """Who a request is: its token's name, over MCP or plain HTTP. A local tool
+    holding the default token (the data folder's own: the person at this
+    computer) may say which tool it is (`HOP_HEADER`); a named token may not."""
+    transport = MCP if path == MCP_PATH or path.startswith(MCP_PATH + "/") else HTTP
+    if token_name == DEFAULT_NAME and HOP_HEADER.encode() in headers:
+        hop = parse_hop(headers[HOP_HEADER.encode()].decode("latin-1"))
+        if hop is not None:
+            return hop
+    return Caller(token_name, transport)

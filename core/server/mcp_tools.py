@@ -15,6 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
+from core.server.mcp_caller import CallerMiddleware
 from core.server.models import MemoryItem, RetainRequest
 from core.server.retain import check_request, retain
 from core.server.served import ServedBanks
@@ -33,6 +34,8 @@ def build_mcp(served: ServedBanks, default_bank: str | None = None) -> MCPServer
         log_level="WARNING",
         instructions="Long-term memory in Engram banks: retain what happened, recall "
         "what is relevant to a question, reflect to answer from memory.",
+        # Each call runs as its caller: the token's name and the client's (the journal's actor).
+        middleware=[CallerMiddleware()],
     )
 
     def bank_name(bank: str | None) -> str:

@@ -101,7 +101,7 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
             # content. Deleting first (audited, undoable) then ingesting is two
             # transactions: a crash between them loses the old content, never
             # an acknowledged new one.
-            change |= bank.delete_document(document.id, actor="agent")
+            change |= bank.delete_document(document.id)
     report = bank.ingest(list(documents), mode=mode)
     failed = [d.id or d.title for d in report.documents if d.status == "failed"]
     if failed:

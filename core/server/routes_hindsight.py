@@ -759,7 +759,7 @@ def get_document(bank_id: str, document_id: str, served: Served) -> m.DocumentRe
 def delete_document(bank_id: str, document_id: str, served: Served) -> m.DeleteDocumentResponse:
     with served.using(bank_id) as bank:
         document = stored_document(bank, document_id)
-        change = bank.delete_document(document_id, actor="agent")
+        change = bank.delete_document(document.id)
     served.changed(bank.name, change)
     return m.DeleteDocumentResponse(
         success=True,

@@ -17,7 +17,7 @@ import uvicorn
 
 from core.server.app import create_app
 from core.server.served import ServedBanks
-from core.server.token import ENV
+from core.server.token import ENV, TokenRing
 from core.types import InvalidInputError
 
 START_TIMEOUT = 30.0
@@ -62,9 +62,12 @@ class ServerHandle:
     _server: uvicorn.Server = field(repr=False)
     _thread: threading.Thread = field(repr=False)
     _sock: socket.socket = field(repr=False)
+    _stopping: threading.Event | None = field(default=None, repr=False)
 
     def stop(self) -> None:
         """Stop accepting, finish the requests in flight, and return."""
+        if self._stopping is not None:
+            self._stopping.set()  # the live streams end instead of holding the stop
         self._server.should_exit = True
         self._thread.join(timeout=30)
         self._sock.close()
@@ -84,10 +87,11 @@ def url_of(sock: socket.socket) -> str:
 
 
 def start_server(
-    served: ServedBanks, host: str, port: int, token: str, **app_options
+    served: ServedBanks, host: str, port: int, token: str | TokenRing, **app_options
 ) -> ServerHandle:
     """Serve `served` on host:port (0 = a free port) until `stop()`; returns once it
-    accepts connections. Raises InvalidInputError for a non-loopback host without
+    accepts connections. `token`: the one token accepted, or a `TokenRing` (the
+    data folder's default and named tokens). Raises InvalidInputError for a non-loopback host without
     ENGRAM_API_TOKEN, OSError when the address is taken."""
     check_bind(host)
     sock = bind_socket(host, port)
@@ -105,4 +109,4 @@ def start_server(
             sock.close()
             raise RuntimeError("the server did not start")
         time.sleep(0.01)
-    return ServerHandle(url_of(sock), server, thread, sock)
+    return ServerHandle(url_of(sock), server, thread, sock, app.state.stopping)

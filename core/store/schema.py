@@ -192,6 +192,12 @@ MIGRATIONS: list[list[str]] = [
     [
         "ALTER TABLE units ADD COLUMN last_accessed_at TIMESTAMP",
     ],
+    # 5: who wrote each unit and document (the actor of the request that made it:
+    # "studio", "cli", an API token's name; core/context.py). NULL: before this version.
+    [
+        "ALTER TABLE units ADD COLUMN created_by VARCHAR",
+        "ALTER TABLE documents ADD COLUMN created_by VARCHAR",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

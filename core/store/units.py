@@ -16,6 +16,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from core.context import current_caller
 from core.store.filters import like_pattern
 from core.store.order import ORDER_COLUMNS
 from core.types import ExtractionMode, Network, NewUnit, Unit, UnitStatus
@@ -23,7 +24,7 @@ from core.types import ExtractionMode, Network, NewUnit, Unit, UnitStatus
 UNIT_COLUMNS = (
     "u.id, u.text, u.network, u.occurred_start, u.occurred_end, u.mentioned_at, "
     "u.confidence, u.status, u.source_ids, u.extraction_mode, u.model, u.embedding_model, "
-    "u.created_at, u.updated_at, u.access_count, u.last_accessed_at"
+    "u.created_at, u.updated_at, u.access_count, u.last_accessed_at, u.created_by"
 )
 
 
@@ -112,6 +113,7 @@ def _arrow_units(
             "created_at": pa.array([now] * n, ts),
             "updated_at": pa.array([now] * n, ts),
             "access_count": pa.array([0] * n, pa.int32()),
+            "created_by": pa.array([current_caller().actor] * n, pa.string()),
         }
     )
 
@@ -177,6 +179,7 @@ def _row_to_unit(row: tuple, entity_ids: tuple[str, ...]) -> Unit:
         updated_at=row[13],
         access_count=row[14],
         last_accessed_at=row[15],
+        created_by=row[16] or "",
     )
 
 
