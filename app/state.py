@@ -34,6 +34,10 @@ class StudioState(QObject):
         self._opening = ""
         self.server = None  # the StudioServer (app/serving.py) once the window made one
         runner.changed.connect(self._on_change)
+        from app.activity_feed import ActivityFeed
+
+        # The open bank's journal as it is written: marks, the status bar, the Activity pane.
+        self.activity = ActivityFeed(self, self)
 
     @property
     def bank(self) -> Bank | None:

@@ -47,7 +47,7 @@ from core import INGEST_MODES, Kind
 if TYPE_CHECKING:
     from core import Bank, Change, DocumentPreview
 
-HEADERS = ["Title", "Turns", "Units", "Extracted by", "Ingested"]
+HEADERS = ["Title", "Turns", "Units", "Extracted by", "Retained by", "Ingested"]
 
 
 class DeleteDocumentDialog(QDialog):
@@ -194,6 +194,7 @@ class DocumentsPane(Pane):
                 f"{d.turns:,}",
                 f"{d.units:,}",
                 d.extraction_mode or "",
+                d.created_by,
                 fmt_time(d.created_at),
             )
             for col, value in enumerate(values):
@@ -254,6 +255,7 @@ class DocumentsPane(Pane):
         self.info.setText(
             f"{document.turns:,} turns · {document.units:,} units · "
             f"{document.extraction_mode or '?'}{model} · ingested {fmt_time(document.created_at)}"
+            + (f" by {document.created_by}" if document.created_by else "")
             + (f"\n{document.source_path}" if document.source_path else "")
         )
         if turns is None:
