@@ -24,7 +24,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -524,8 +524,15 @@ class LlmExtractor:
             self._owned = None
 
     def extract(
-        self, exchange: Exchange, agent_name: str, known_entities: Sequence[str]
+        self,
+        exchange: Exchange,
+        agent_name: str,
+        known_entities: Sequence[str],
+        *,
+        on_tokens: Callable[[int], None] | None = None,
     ) -> list[ExtractedFact]:
+        """The exchange's facts. `on_tokens(n)` follows the streamed reply (an
+        exception it raises, a cancel, abandons the call)."""
         if not exchange.turns:
             return []
         try:
@@ -535,6 +542,7 @@ class LlmExtractor:
                 FACT_SCHEMA,
                 lambda value: validate_facts(value, exchange, self.model),
                 examples=EXAMPLE_TEXTS,
+                on_tokens=on_tokens,
             )
         except LanguageModelError as exc:
             first, last = exchange.turns[0].id, exchange.turns[-1].id
