@@ -27,10 +27,14 @@ class ChunkFailure:
 class DocumentResult:
     id: str
     title: str
-    status: str  # "ingested" | "skipped" (already in the bank) | "failed" (no chunk extracted)
+    # "ingested" | "skipped" (already in the bank, whole) | "failed" (no chunk
+    # extracted, nothing written) | "retried" (stored partial: its failed chunks
+    # were extracted again; `failed_chunks` failed again)
+    status: str
     turns: int = 0
     facts: int = 0
     failed_chunks: int = 0
+    retried_chunks: int = 0
 
 
 @dataclass
@@ -61,6 +65,10 @@ class IngestReport:
         return sum(1 for d in self.documents if d.status == "ingested")
 
     @property
+    def documents_retried(self) -> int:
+        return sum(1 for d in self.documents if d.status == "retried")
+
+    @property
     def documents_skipped(self) -> int:
         return sum(1 for d in self.documents if d.status == "skipped")
 
@@ -84,6 +92,16 @@ class IngestReport:
             if partly
             else ""
         )
+        retried = [d for d in self.documents if d.status == "retried"]
+        if retried:
+            again = sum(d.retried_chunks for d in retried)
+            still = sum(d.failed_chunks for d in retried)
+            partial += (
+                f", {len(retried)} partial retried ({again} failed chunk"
+                f"{'s' if again != 1 else ''} extracted again"
+                + (f", {still} failed again" if still else ", now whole")
+                + ")"
+            )
         lines = [
             f"mode: {mode}",
             f"documents: {self.documents_ingested} ingested{partial}, {self.documents_skipped} skipped"

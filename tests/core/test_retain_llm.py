@@ -181,6 +181,52 @@ def test_a_failing_chunk_writes_nothing_of_itself(bank, fake_ollama: FakeOllama)
     assert "FAILED chunk" in report.summary()
     # In, but not whole: the count says so, not only the FAILED line below it.
     assert "documents: 1 ingested (1 partly: 1 chunk failed), 0 skipped" in report.summary()
+    [listed] = bank.documents()
+    assert listed.partial and listed.failed_chunks == 1
+    assert bank.verify().ok
+
+
+@pytest.mark.slow
+def test_ingesting_a_partial_document_again_retries_exactly_its_failed_chunks(
+    bank, fake_ollama: FakeOllama
+) -> None:
+    script = Script()
+    fake_ollama.responder = script
+    document = chat(SESSIONS)
+    bank.ingest(document, mode="llm", llm=lm(fake_ollama))
+    before = {u.id: u.text for u in bank.units(limit=None)}
+    fake_ollama.clear()
+
+    # Still failing: only that chunk is asked again, and the document stays partial.
+    again = bank.ingest(document, mode="llm", llm=lm(fake_ollama))
+    asked = [b for b in fake_ollama.chat_requests if kind_of(b) == "extract"]
+    assert asked and all("[chat8]" in b["messages"][1]["content"] for b in asked)
+    assert not any("[chat0]" in b["messages"][1]["content"] for b in asked)
+    assert [d.status for d in again.documents] == ["retried"] and len(again.failures) == 1
+    assert "1 failed again" in again.summary()
+    assert bank.documents()[0].failed_chunks == 1
+
+    # The model can read it now: the chunk's facts join the document, which is whole.
+    healed = Script()
+
+    def responder(body: dict[str, Any]) -> Any:
+        prompt = body["messages"][-1]["content"]
+        return healed(
+            {**body, "messages": [{"role": "user", "content": prompt.replace("FAIL-ME ", "")}]}
+        )
+
+    fake_ollama.responder = responder
+    whole = bank.ingest(document, mode="llm", llm=lm(fake_ollama))
+    assert healed.extracts == 1 and not whole.failures
+    assert "now whole" in whole.summary()
+    units = {u.id: u.text for u in bank.units(limit=None)}
+    assert {k: units[k] for k in before} == before  # the good chunks were not redone
+    sources = {s for u in bank.units(limit=None) for s in u.source_ids}
+    assert sources == {f"chat{i}" for i in range(12)}
+    [listed] = bank.documents()
+    assert not listed.partial and listed.units == len(units)
+    # Whole: a further run skips it.
+    assert [d.status for d in bank.ingest(document, mode="rules").documents] == ["skipped"]
     assert bank.verify().ok
 
 
@@ -289,3 +335,45 @@ def test_small_talk_with_no_facts_is_done_and_a_lazy_empty_answer_fails(
     assert "states something" in failure.reason and "Priya moved to Lisbon" in failure.reason
     retries = [b for b in fake_ollama.chat_requests if kind_of(b) == "extract"]
     assert any("states something" in str(b["messages"]) for b in retries), "re-asked with why"
+
+
+@pytest.mark.slow
+def test_progress_moves_within_a_chunk_and_a_cancel_stops_it_mid_reply(
+    bank, fake_ollama: FakeOllama
+) -> None:
+    """Issue 30: on a CPU model a chunk takes a minute or more, and progress
+    moved once per chunk; it follows the streamed tokens now."""
+    from core.progress import CancelToken
+    from core.types import CancelledError
+
+    def streamed(body: dict[str, Any]) -> Any:
+        reply = Script()(body)
+        return Reply.json(reply, chunks=150) if isinstance(reply, dict) else reply
+
+    fake_ollama.responder = streamed
+    seen: list[tuple[int, int, str]] = []
+    bank.ingest(
+        chat(SESSIONS[:1]), mode="llm", llm=lm(fake_ollama), progress=lambda *a: seen.append(a)
+    )
+    first = [(done, msg) for done, _total, msg in seen if "chunk 1/1" in msg]
+    assert first[0][1].endswith("the model is reading it")
+    streaming = [done for done, msg in first if "tokens written" in msg]
+    assert len(set(streaming)) >= 3 and streaming == sorted(streaming)
+    assert first[-1][1].startswith("chat: extracted chunk 1/1")
+
+    token = CancelToken()
+
+    def cancel_mid_reply(done: int, total: int, message: str) -> None:
+        if "tokens written" in message:
+            token.cancel()
+
+    before = bank.count(None)
+    with pytest.raises(CancelledError):
+        bank.ingest(
+            chat(SESSIONS[1:2], "other"),
+            mode="llm",
+            llm=lm(fake_ollama),
+            progress=cancel_mid_reply,
+            cancel=token,
+        )
+    assert bank.count(None) == before
