@@ -69,7 +69,7 @@ from core.retain.opinions import (
     assess_rules,
 )
 from core.retain.plan import Plan, plan_document
-from core.retain.report import ChunkFailure, DocumentResult, IngestReport
+from core.retain.report import CheckedFact, ChunkFailure, DocumentResult, IngestReport
 from core.retain.write import write_document
 from core.types import INGEST_MODES, Change, Document, ExtractionMode, InvalidInputError, Kind
 
@@ -87,6 +87,12 @@ DOWN_AFTER = 2
 CHUNK_STEPS = 20
 # Tokens a reply is expected to take before one was measured (then: the mean).
 EXPECTED_REPLY_TOKENS = 400
+# `auto` mode judges the model once it gave this many facts: when the checks
+# dropped more than WEAK_SHARE of them, rules extract the rest of the run.
+WEAK_AFTER_FACTS = 12
+WEAK_SHARE = 0.5
+# ... or when this many chunks (and over WEAK_SHARE of those asked) had no usable answer.
+WEAK_CHUNKS = 2
 
 
 def ingest(
@@ -155,6 +161,7 @@ class _Run:
         self.agent = profile.agent_name.strip()
         self._choice: ModelChoice | None = None  # None: no model was considered
         self.notes: list[str] = []
+        self.auto = str(mode).strip().lower() == "auto"
         self.mode, self.lm = self._choose_mode(mode, llm)
         self.extractor = self._extractor()
         self.report = IngestReport(
@@ -167,6 +174,9 @@ class _Run:
         self._down_streak = 0
         self.model_down: str | None = None
         self.chunk_steps = CHUNK_STEPS if self.mode is ExtractionMode.LLM else 1
+        self._rules = None  # auto mode's rules, once the model proved too weak
+        self._asked = 0  # chunks asked of the model
+        self._invalid = 0  # of those, with no usable answer after the retries
         self._reply_tokens = 0  # streamed pieces of the chunks extracted so far
         self._replies = 0
 
@@ -377,9 +387,35 @@ class _Run:
             self.step(f"{title}: extracted chunk {i + 1}/{len(exchanges)}", n)
         return Extraction(facts, failures, attempted if only is not None else max(1, attempted))
 
+    def _too_weak(self) -> bool:
+        """`auto` only: the checks dropped most of what the model gave; say so
+        and let rules extract the rest of the run."""
+        r = self.report
+        if not self.auto or self.mode is not ExtractionMode.LLM or self._rules is not None:
+            return self._rules is not None
+        dropped = len(r.facts_dropped)
+        weak_facts = r.model_facts >= WEAK_AFTER_FACTS and dropped > WEAK_SHARE * r.model_facts
+        # Chunks whose every answer was unusable count too (nothing of them is kept).
+        weak_chunks = self._invalid >= WEAK_CHUNKS and self._invalid > WEAK_SHARE * self._asked
+        if not (weak_facts or weak_chunks):
+            return False
+        from core.retain.rules import RulesExtractor
+
+        self._rules = RulesExtractor()
+        model = self.lm.name if self.lm else "the model"
+        self.notes.append(
+            f"auto mode switched to offline rules after {self._asked} chunks: '{model}' is too"
+            f" weak for this conversation (the checks dropped {dropped} of its"
+            f" {r.model_facts} facts; {self._invalid} chunks had no usable answer)"
+        )
+        return True
+
     def _extract_chunk(self, exchange, known: list[str], where: str) -> list:
         """One chunk through the extractor; in llm mode its progress steps fill as
         the reply streams, and a cancel stops the reply mid-way."""
+        if self._too_weak():
+            assert self._rules is not None
+            return self._rules.extract(exchange, self.agent, known)
         if self.mode is not ExtractionMode.LLM:
             return self.extractor.extract(exchange, self.agent, known)
         start, total = self.done, self.total
@@ -394,12 +430,29 @@ class _Run:
             report(self.progress, self.done, total, f"{where}: {most[0]} tokens written")
 
         report(self.progress, start, total, f"{where}: the model is reading it")
+        self._asked += 1
         try:
-            return self.extractor.extract(exchange, self.agent, known, on_tokens=on_tokens)
+            facts = self.extractor.extract(exchange, self.agent, known, on_tokens=on_tokens)
+        except ExtractionError as error:
+            if getattr(error, "kind", "") == "invalid":
+                self._invalid += 1
+            raise
         finally:
             if most[0]:
                 self._reply_tokens += most[0]
                 self._replies += 1
+        self._record_checks(exchange, where.split(": chunk")[0])
+        return facts
+
+    def _record_checks(self, exchange, title: str) -> None:
+        """What the checks did to the model's facts, in the report."""
+        for checked in self.extractor.take_checks():
+            self.report.model_facts += len(checked.facts) + len(checked.dropped)
+            for verdicts, dropped in ((checked.dropped, True), (checked.repaired, False)):
+                self.report.checked += [
+                    CheckedFact(title, exchange.turn_ids, v.text, v.reason, dropped)
+                    for v in verdicts
+                ]
 
     # -- step 2: embed -----------------------------------------------------------
 
