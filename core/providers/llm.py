@@ -141,7 +141,9 @@ def context_size(
     prompt's start without a word, so the call is refused with the reason."""
     needed = prompt_tokens(messages) + num_predict
     steps = CONTEXT_STEPS
-    if model_limit:
+    if model_limit and model_limit < CONTEXT_STEPS[-1]:
+        # The model's own context lowers the steps; it never raises them (a
+        # 128k context's KV cache would not fit a laptop).
         steps = tuple(n for n in CONTEXT_STEPS if n < model_limit) + (model_limit,)
     size = next((n for n in steps if n >= needed), None)
     if size is None:

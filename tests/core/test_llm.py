@@ -365,7 +365,7 @@ def test_check_reports_available_model_with_what_it_supports(fake_ollama: FakeOl
     # What the model is and can do comes from /api/show, as Settings shows it.
     assert lm(fake_ollama).check() == (
         f"Connected to {fake_ollama.url}: 2 models; 'llama3.2' available"
-        " (llama · 3.2B · Q4_K_M · completion, thinking)"
+        " (llama · 3.2B · Q4_K_M · context 131,072 tokens · completion, thinking)"
     )
 
 
