@@ -60,7 +60,7 @@ def run_studio(options: argparse.Namespace | Sequence[str]) -> int:
         return 2
     window = MainWindow(engine)
     window.show()
-    if options.open:
+    if options.open:  # a .engram file opened from the file manager
         window.start(open_last=False)
         window.open_snapshot(Path(options.open))
     elif not engine.banks() and not options.no_demo and demo_available():
