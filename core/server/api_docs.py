@@ -38,7 +38,7 @@ class PublicDocs:
     def __init__(self, app, openapi: Callable[[], dict]) -> None:
         self.app = app
         self.openapi = openapi
-        self._page: bytes | None = None  # the document does not change while serving
+        self._pages: dict[str, bytes] = {}  # by address: the document does not change
 
     async def __call__(self, scope, receive, send) -> None:
         path = scope.get("path") if scope["type"] == "http" else None
@@ -48,9 +48,10 @@ class PublicDocs:
             and _from_loopback(scope)
         ):
             if path == DOCS_PATH:
-                if self._page is None:
-                    self._page = render_page(self.openapi()).encode()
-                body, kind = self._page, b"text/html; charset=utf-8"
+                base = _base_url(scope)
+                if base not in self._pages:
+                    self._pages[base] = render_page(self.openapi(), base).encode()
+                body, kind = self._pages[base], b"text/html; charset=utf-8"
             else:
                 body, kind = json.dumps(self.openapi()).encode(), b"application/json"
             await _send(send, body, kind, head=scope["method"] == "HEAD")
@@ -66,6 +67,13 @@ def _from_loopback(scope) -> bool:
         return ipaddress.ip_address(str(client[0]).strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _base_url(scope) -> str:
+    """This server's own address, for the page's example (the port may be any)."""
+    host, port = scope.get("server") or ("127.0.0.1", 8888)
+    host = f"[{host}]" if ":" in str(host) else host
+    return f"http://{host}:{port}"
 
 
 async def _send(send, body: bytes, kind: bytes, *, head: bool) -> None:
@@ -94,7 +102,7 @@ th,.muted{color:#9aa4b4}}
 """
 
 
-def render_page(document: dict) -> str:
+def render_page(document: dict, base_url: str = "http://127.0.0.1:8888") -> str:
     """The whole API on one page: how to authenticate, every operation (parameters,
     body, responses) grouped by tag, then every schema they name."""
     info = document.get("info", {})
@@ -117,7 +125,7 @@ def render_page(document: dict) -> str:
         "<code>api-token</code> file (owner-only), or <code>ENGRAM_API_TOKEN</code> "
         "when that is set:</p>",
         '<pre>curl -H "Authorization: Bearer $(cat DATA_FOLDER/api-token)" '
-        "http://127.0.0.1:8888/v1/default/banks</pre>",
+        f"{_e(base_url)}/v1/default/banks</pre>",
         f'<p>The machine-readable document: <a href="{OPENAPI_PATH}">{OPENAPI_PATH}</a> '
         "(OpenAPI 3). MCP (streamable HTTP) is at <code>/mcp</code>.</p>",
         "<nav><h2>Contents</h2>",

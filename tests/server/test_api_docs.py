@@ -61,6 +61,7 @@ def test_a_browser_on_loopback_reads_the_docs_without_a_token(app):
     for path in ("/v1/default/banks/{bank_id}/memories/recall", "/engram/v1/banks/{bank_id}/recall"):
         assert f"<code>{path}</code>" in page.text
     assert "Authorization: Bearer" in page.text and "api-token" in page.text
+    assert "http://testserver:80/v1/default/banks</pre>" in page.text  # its own address
     assert TOKEN not in page.text
 
 
