@@ -33,6 +33,7 @@ TIMEOUT_ENV = "ENGRAM_OLLAMA_TIMEOUT"
 OLLAMA_HOST_ENV = "OLLAMA_HOST"
 DEFAULT_HOST = "http://127.0.0.1:11434"
 ENV = {
+    "llm_provider": "ENGRAM_LLM_PROVIDER",
     "ollama_host": "ENGRAM_OLLAMA_HOST",
     "ollama_model": "ENGRAM_OLLAMA_MODEL",
     "ollama_timeout": TIMEOUT_ENV,
@@ -57,6 +58,9 @@ class EngineSettings:
     ollama_host: str = DEFAULT_HOST
     ollama_model: str = ""  # empty: no language model, offline rules everywhere
     ollama_timeout: float = 60.0
+    # "ollama", or "openai" for an OpenAI-compatible server (llama-server, LM
+    # Studio, vLLM, Ollama's /v1) at ollama_host.
+    llm_provider: str = "ollama"
 
     @classmethod
     def load(cls, home: Path) -> EngineSettings:
@@ -74,7 +78,11 @@ class EngineSettings:
                 log.warning("%s", note)
         settings = cls(**stored)
         ollama_host = os.environ.get(OLLAMA_HOST_ENV, "").strip()
-        if ollama_host and settings.ollama_host in ("", DEFAULT_HOST):
+        if (
+            ollama_host
+            and settings.ollama_host in ("", DEFAULT_HOST)
+            and settings.llm_provider == "ollama"
+        ):
             settings = replace(settings, ollama_host=host_url(ollama_host))
         env = {k: os.environ.get(v) for k, v in ENV.items()}
         if env["ollama_timeout"] is not None and env["ollama_timeout"].strip():

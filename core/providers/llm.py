@@ -57,6 +57,7 @@ __all__ = [
     "ModelStatus",
     "Speed",
     "is_echo",
+    "open_model",
     "parse_json_reply",
     "strip_think",
 ]
@@ -123,6 +124,9 @@ class LlmSettings:
     # Sent with every call, so the same prompt gets the same answer (extraction
     # is repeatable); None lets the server choose.
     seed: int | None = 42
+    # "ollama" (its own API) or "openai" (an OpenAI-compatible server:
+    # llama-server, LM Studio, vLLM, Ollama's /v1); see `open_model`.
+    provider: str = "ollama"
 
 
 def prompt_tokens(messages: Sequence[dict[str, str]]) -> int:
@@ -268,6 +272,9 @@ class ModelStatus:
     installed: tuple[str, ...] = ()
     # What the server says the model is and supports (None: it did not say).
     info: ModelInfo | None = None
+    server: str = "Ollama"  # what kind of server, in messages
+    pull_hint: str = ""  # how to get a missing model
+
 
     @property
     def ready(self) -> bool:
@@ -279,9 +286,10 @@ class ModelStatus:
         if self.state == "none":
             return "no language model chosen"
         if self.state == "down":
-            return f"Ollama not reachable at {self.host}"
+            return f"{self.server} not reachable at {self.host}"
         if self.state == "missing":
-            return f"'{self.model}' not installed at {self.host} (run `ollama pull {self.model}`)"
+            hint = self.pull_hint or f"run `ollama pull {self.model}`"
+            return f"'{self.model}' not installed at {self.host} ({hint})"
         if self.state == "error":
             return self.message
         return ""
@@ -614,7 +622,9 @@ class _PhasedTransport(httpx.HTTPTransport):
     per thread); the body's reads get the silence timeout. (httpcore reads the
     request's timeout dict when it starts reading the body, after this returns.)"""
 
-    def __init__(self, silence: float) -> None:
+    def __init__(self, silence: float | None) -> None:
+        # silence None: the body's reads keep the first wait (a server that sends
+        # its headers before it has read the prompt).
         super().__init__()
         self.silence = silence
         self._first = threading.local()
@@ -628,13 +638,19 @@ class _PhasedTransport(httpx.HTTPTransport):
         if isinstance(timeout, dict) and first:
             timeout["read"] = first
         response = super().handle_request(request)
-        if isinstance(timeout, dict):
+        if isinstance(timeout, dict) and self.silence is not None:
             timeout["read"] = self.silence
         return response
 
 
 class LanguageModel:
     """One configured Ollama model. Thread-safe for concurrent calls."""
+
+    provider = "ollama"
+    server = "Ollama"
+
+    def _pull_hint(self, model: str) -> str:
+        return f"run `ollama pull {model}`"
 
     def __init__(self, settings: LlmSettings) -> None:
         self.settings = settings
@@ -755,7 +771,7 @@ class LanguageModel:
             names = self.models()
         except LanguageModelError as exc:
             state = "down" if exc.kind in ("unreachable", "timeout") else "error"
-            return ModelStatus(state, str(exc), host, model)
+            return ModelStatus(state, str(exc), host, model, server=self.server)
         except Exception as exc:  # noqa: BLE001 - a probe must not raise, whatever broke
             log.debug("language model probe failed", exc_info=True)
             return ModelStatus("error", f"Connection test to {host} failed: {exc}", host, model)
@@ -782,9 +798,17 @@ class LanguageModel:
             return ModelStatus(
                 "ready", f"{head}; '{model}' available{about}", host, model, listed, info
             )
-        hint = f"'{model}' is not installed — run `ollama pull {model}`"
+        hint = f"'{model}' is not installed — {self._pull_hint(model)}"
         message = f"{head}, but {hint}" + (installed if names else "")
-        return ModelStatus("missing", message, host, model, listed)
+        return ModelStatus(
+            "missing",
+            message,
+            host,
+            model,
+            listed,
+            server=self.server,
+            pull_hint=self._pull_hint(model),
+        )
 
     def info(self) -> ModelInfo | None:
         """What the server says about the model (/api/show), read once; None when
@@ -1085,3 +1109,18 @@ class ModelChoice:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def open_model(settings: LlmSettings) -> LanguageModel:
+    """The model for `settings`, spoken to in its provider's protocol."""
+    provider = settings.provider.strip().lower() or "ollama"
+    if provider == "ollama":
+        return LanguageModel(settings)
+    if provider in ("openai", "openai-compatible"):
+        from core.providers.openai_compat import OpenAICompatibleModel
+
+        return OpenAICompatibleModel(settings)
+    raise LanguageModelError(
+        f"unknown language-model provider {settings.provider!r} (choose ollama or openai)",
+        "config",
+    )
