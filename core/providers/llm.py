@@ -275,7 +275,6 @@ class ModelStatus:
     server: str = "Ollama"  # what kind of server, in messages
     pull_hint: str = ""  # how to get a missing model
 
-
     @property
     def ready(self) -> bool:
         return self.state == "ready"
@@ -675,11 +674,16 @@ class LanguageModel:
 
     def close(self) -> None:
         with self._lock:
-            clients = [self._client, self._probe]
-            self._client = self._probe = None
+            clients = self._take_clients()
         for client in clients:
             if client is not None:
                 client.close()
+
+    def _take_clients(self) -> list[Any]:
+        """The open clients, forgotten (under the lock): `close` closes them."""
+        clients = [self._client, self._probe]
+        self._client = self._probe = None
+        return clients
 
     def __enter__(self) -> LanguageModel:
         return self

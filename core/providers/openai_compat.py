@@ -106,14 +106,10 @@ class OpenAICompatibleModel(LanguageModel):
                 f"the server address {self.settings.host!r} is not valid ({exc})", "config"
             ) from None
 
-    def close(self) -> None:
-        with self._lock:
-            clients = [self._http, self._probe_http]
-            self._http = self._probe_http = None
-        for client in clients:
-            if client is not None:
-                client.close()
-        super().close()
+    def _take_clients(self) -> list[Any]:
+        clients = [self._http, self._probe_http, *super()._take_clients()]
+        self._http = self._probe_http = None
+        return clients
 
     def _unreachable(self) -> LanguageModelError:
         return LanguageModelError(

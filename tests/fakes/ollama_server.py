@@ -154,6 +154,9 @@ def fake_embedding(text: str, dim: int) -> list[float]:
 class FakeOllama:
     """The fake server. Use as a context manager or call `start()` / `stop()`."""
 
+    # The protocol it speaks (tests/fakes/openai_server.py speaks another).
+    handler: type[BaseHTTPRequestHandler]
+
     def __init__(
         self,
         replies: Iterable[Reply | Mapping[str, Any] | str] = (),
@@ -195,7 +198,7 @@ class FakeOllama:
     def start(self) -> FakeOllama:
         if self._server is not None:
             return self
-        server = _Server(("127.0.0.1", 0), _Handler)
+        server = _Server(("127.0.0.1", 0), self.handler)
         server.fake = self
         self._server = server
         self.port = server.server_address[1]
@@ -553,6 +556,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except OSError:
             self.close_connection = True
+
+
+FakeOllama.handler = _Handler
 
 
 def _split(text: str, n: int) -> list[str]:

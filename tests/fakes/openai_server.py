@@ -17,26 +17,25 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 import time
-from collections import deque
 from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.fakes.ollama_server import (
     CHARS_PER_TOKEN,
+    FakeOllama,
     RecordedRequest,
     Reply,
     Responder,
-    _as_reply,
-    _Server,
     _split,
     tokens_of,
 )
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeOllama):
+    """The fake Ollama's scripting and recording, speaking the OpenAI protocol."""
+
     def __init__(
         self,
         replies: Iterable[Reply | Mapping[str, Any] | str] = (),
@@ -44,72 +43,15 @@ class FakeOpenAI:
         responder: Responder | None = None,
         models: Iterable[str] = ("qwen2.5-coder-0.5b-instruct",),
     ) -> None:
-        self._lock = threading.Lock()
-        self._replies: deque[Reply] = deque(_as_reply(r) for r in replies)
-        self.responder = responder
-        self.models = list(models)
-        self._requests: list[RecordedRequest] = []
-        self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
-
-    def start(self) -> FakeOpenAI:
-        server = _Server(("127.0.0.1", 0), _Handler)
-        server.fake = self  # type: ignore[assignment]
-        self._server = server
-        self.port = server.server_address[1]
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server.drop_connections()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """The address a person types (no /v1: the client adds it)."""
-        return f"http://127.0.0.1:{self.port}"
-
-    def script(self, *replies: Reply | Mapping[str, Any] | str) -> None:
-        with self._lock:
-            self._replies.extend(_as_reply(r) for r in replies)
+        super().__init__(replies, responder=responder, models=())
+        self.models = list(models)  # OpenAI ids carry no ":tag"
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [r.body for r in self._requests if r.path == "/v1/chat/completions"]
-
-    def _record(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
-    def _next_reply(self, body: dict[str, Any]) -> Reply:
-        with self._lock:
-            if self._replies:
-                return self._replies.popleft()
-            responder = self.responder
-        if responder is not None:
-            return _as_reply(responder(body))
-        return Reply.http_error(500, "fake openai: no scripted reply left")
+        return [r.body for r in self.requests_to("/v1/chat/completions")]
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _OpenAIHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     @property
@@ -234,3 +176,6 @@ class _Handler(BaseHTTPRequestHandler):
     def _raw(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+FakeOpenAI.handler = _OpenAIHandler
