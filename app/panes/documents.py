@@ -284,7 +284,8 @@ class DocumentsPane(Pane):
                 f"Partial: {partial} chunk(s) could not be extracted; nothing of them is in"
                 " the bank."
             ]
-            lines += [f"• turns {', '.join(f.turn_ids)}: {f.reason}" for f in failures]
+            # The reason names the chunk's turns ("could not extract facts from turns …").
+            lines += [f"• {f.reason}" for f in failures]
             self.failures.setText("\n".join(lines))
         self.heading.setText(html.escape(document.title))
         model = f" · {document.model}" if document.model else ""
