@@ -210,3 +210,18 @@ def test_the_example_conversation_given_back_is_refused_and_asked_again():
         second = fake.chat_requests[1]["messages"][-1]["content"]
     assert kept.network is Network.EXPERIENCE
     assert "copied the prompt's example" in second
+
+
+def test_an_ingest_report_with_checked_facts_crosses_the_wire():
+    """A routed `engram ingest` (the owner runs it) hands back the report whole."""
+    import json
+
+    from core.retain.report import CheckedFact, IngestReport
+    from core.server.client import decode, encode
+
+    report = IngestReport(
+        mode="llm",
+        model_facts=2,
+        checked=[CheckedFact("chat", ("t3",), "Priya: Ouch.", COPIED_TURN, True)],
+    )
+    assert decode(json.loads(json.dumps(encode(report)))) == report
