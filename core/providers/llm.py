@@ -211,9 +211,14 @@ def model_info_from_show(show: Any) -> ModelInfo:
     family = str(get(details, "family") or info.get("general.architecture") or "")
     context = None
     for key, value in info.items():
-        if key.endswith(".context_length") and isinstance(value, int | float) and value > 0:
-            context = int(value)
-            break
+        if key.endswith(".context_length"):
+            try:
+                context = int(float(value)) if not isinstance(value, bool) else None
+            except (TypeError, ValueError):
+                continue
+            if context and context > 0:
+                break
+            context = None
     return ModelInfo(
         context_length=context,
         capabilities=tuple(str(c) for c in (get(show, "capabilities") or ())),
