@@ -96,6 +96,7 @@ BANK = {
         read("documents", "list[StoredDocument]"),
         read("document_hashes", "dict[str, str]"),
         read("document_preview", "DocumentPreview"),
+        read("document_failures", "list[ChunkFailure]"),
         write("delete_document", "Change"),
         write("reingest_document", "IngestReport", **LONG, llm=True),
         read("turns", "list[Turn]"),
@@ -182,7 +183,7 @@ VALUE_TYPES = {
         "core.recall.trace": "RecallTrace ChannelResult QueryInterval Focus RerankScore "
         "RerankTrace SkippedFact PackingTrace ObservationsTrace",
         "core.recall.fusion": "Fused Contribution",
-        "core.retain.report": "ChunkFailure DocumentResult IngestReport",
+        "core.retain.report": "CheckedFact ChunkFailure DocumentResult IngestReport",
         "core.retain.observations": "JobsReport",
         "core.retain.documents": "StoredDocument",
         "core.retain.entities": "EntityDecision",

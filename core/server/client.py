@@ -95,7 +95,7 @@ def _language_model_spec(value: Any) -> Any:
         return {"owners": True} if value is not None else None
     llm = sys.modules.get("core.providers.llm")
     if llm is not None and isinstance(value, llm.LanguageModel):
-        return {"host": value.host, "model": value.name}
+        return {"host": value.host, "model": value.name, "provider": value.provider}
     return value
 
 

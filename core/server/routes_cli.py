@@ -84,11 +84,14 @@ def _language_model(engine, spec: Any):
     """None: the owner's configured model (what `llm=None` means to the engine)."""
     if not spec or not isinstance(spec, dict) or spec.get("owners"):
         return None
-    from core import LanguageModel, LlmSettings
+    from core import LlmSettings, open_model
 
-    return LanguageModel(
+    return open_model(
         LlmSettings(
-            host=str(spec["host"]), model=str(spec["model"]), timeout=engine.settings.ollama_timeout
+            host=str(spec["host"]),
+            model=str(spec["model"]),
+            timeout=engine.settings.ollama_timeout,
+            provider=str(spec.get("provider") or engine.settings.llm_provider),
         )
     )
 
