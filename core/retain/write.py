@@ -39,12 +39,16 @@ def write_document(
     replaced: list[str],
     plan: Plan,
     failures: Sequence[ChunkFailure],
+    *,
+    appended: bool = False,
 ) -> Change:
     """Store one document's plan in ONE transaction: the document and its turns,
     entities and resolution decisions, units and mentions, merged duplicates,
     links, opinion updates and their events, failed chunks, observation jobs.
-    `existing` (a forced re-ingest) is removed in the same transaction. Returns
-    what changed, for the studio's views."""
+    `existing` (a forced re-ingest) is removed in the same transaction. With
+    `appended`, `document` holds only turns added to the stored document
+    `document_id`, whose content hash becomes `digest`. Returns what changed,
+    for the studio's views."""
     now = utcnow()
     removed: list[str] = []
     with store.transaction() as tx:
@@ -52,7 +56,10 @@ def write_document(
         if existing:
             removed = remove_document(con, existing[0], replaced)
             tx.touch(removed)
-        insert_document(con, document_id, document, digest, now, mode, report.model)
+        if appended:
+            con.execute("UPDATE documents SET content_hash = ? WHERE id = ?", [digest, document_id])
+        else:
+            insert_document(con, document_id, document, digest, now, mode, report.model)
         insert_turns(con, document_id, document.turns)
         plan.resolver.write(con)
         ids = insert_units(
@@ -72,14 +79,16 @@ def write_document(
         f"opinion assessment fell back to rules: {reason}"
         for reason in dict.fromkeys(plan.opinions.fallbacks)
     ]
+    document_change = {Kind.DOCUMENT: [document_id]}
     return Change.of(
         added={
             Kind.UNIT: ids,
-            Kind.DOCUMENT: [document_id],
+            **({} if appended else document_change),
             Kind.ENTITY: plan.resolver.new_entities,
             Kind.JOB: jobs,
         },
         updated={
+            **(document_change if appended else {}),
             Kind.UNIT: list(plan.merged_sources) + [s.id for s in updated_opinions],
             Kind.OPINION: [s.id for s in updated_opinions],
             Kind.ENTITY: plan.resolver.updated_entities,

@@ -12,9 +12,10 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from core.server import routes_cli, routes_engram, routes_hindsight
-from core.server.errors import engram_error
+from core.server import routes_cli, routes_engram, routes_hindsight, routes_hindsight_more
+from core.server.errors import engram_error, http_error
 from core.server.guard import Guard
 from core.server.operations import Operations
 from core.server.served import ServedBanks
@@ -61,11 +62,13 @@ def create_app(
     app.state.served = served
     app.state.operations = operations
     app.add_exception_handler(EngramError, engram_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.include_router(routes_engram.router)
     app.include_router(routes_cli.router)  # what routed `engram` commands call
     app.include_router(routes_hindsight.router)
-    app.include_router(routes_hindsight.unsupported)
+    app.include_router(routes_hindsight_more.router)
+    app.include_router(routes_hindsight_more.unsupported)  # last: a 501 for the rest
     if mcp_app is not None:
         # Mounted at the root, after every route: it answers `/mcp` only.
         app.mount("/", mcp_app)

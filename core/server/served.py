@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from core.bank import Bank
 from core.engine import Engine
 from core.server.rebuilds import ObservationRebuilds
-from core.types import BankNotFoundError, Change, Kind
+from core.types import BankExistsError, BankNotFoundError, Change, Kind
 
 OnChange = Callable[[str, Change], None]
 
@@ -90,7 +90,11 @@ class ServedBanks:
                 return bank
             if not self.open_on_demand:
                 raise BankNotFoundError(f"no bank named {bank_id!r} is served here")
-            bank = self.engine.open_bank(bank_id)
+            try:
+                bank = self.engine.open_bank(bank_id)
+            except BankNotFoundError:
+                # The engine's message names the data folder: a client sees the name only.
+                raise BankNotFoundError(f"no bank named {bank_id!r}") from None
             self._banks[bank_id] = bank
             self._opened.add(bank_id)
             self._advertise(bank)
@@ -130,6 +134,23 @@ class ServedBanks:
             self.rebuilds.trigger(bank_name)
 
     # -- banks come and go ---------------------------------------------------------------
+
+    def get_or_create(self, bank_id: str) -> Bank:
+        """The served bank named `bank_id`, created first when there is none (a
+        Hindsight bank comes into being on its first retain). A bank on disk that
+        this process does not serve (the studio serves only what it opened) stays
+        a BankNotFoundError: it is not this process's to create."""
+        try:
+            return self.get(bank_id)
+        except BankNotFoundError:
+            if bank_id in {info.name for info in self.engine.banks()}:
+                if not self.open_on_demand:
+                    raise
+                return self.get(bank_id)  # created meanwhile by another request
+        try:
+            return self.create(bank_id)
+        except BankExistsError:
+            return self.get(bank_id)  # two first retains at once: the other made it
 
     def create(self, bank_id: str, *, background: str = "", agent_name: str = "") -> Bank:
         """Create a bank and serve it. Raises BankExistsError, InvalidInputError."""
