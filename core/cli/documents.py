@@ -7,7 +7,7 @@ import argparse
 from core import INGEST_MODES as MODES
 from core import Engine
 from core.cli.jobs import pending_hint, run_pending
-from core.cli.output import print_json, progress_printer, short_time
+from core.cli.output import ask, print_json, progress_printer, short_time
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -93,7 +93,10 @@ def delete_document(args, engine: Engine) -> int:
     if args.preview:
         return 0
     if not args.yes:
-        answer = input("Delete it? `engram undo` brings it back. [y/N] ")
+        answer = ask(
+            "Delete it? `engram undo` brings it back. [y/N] ",
+            f"not deleting document {preview.title!r}",
+        )
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing deleted")
             return 1
