@@ -1,5 +1,5 @@
 """The FastAPI app: Hindsight's paths under `/v1/default/...`, Engram's own under
-`/engram/v1/...`, MCP (streamable HTTP) under `/mcp`; one bearer token for all.
+`/engram/v1/...`, MCP (streamable HTTP) at `/mcp` and `/mcp/{bank}/`; one bearer token for all.
 
 Route handlers are plain `def`s: FastAPI runs them in its thread pool, so an
 engine call never blocks the event loop. Writes take the bank's lock from
@@ -42,7 +42,7 @@ def create_app(
     if mcp:
         from core.server.mcp_tools import streamable_http_app
 
-        mcp_app, mcp_session = streamable_http_app(served)
+        mcp_app, mcp_session = streamable_http_app(served, operations)
 
     async def lifespan(_app):
         if mcp_app is None:
