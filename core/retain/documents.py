@@ -140,6 +140,10 @@ def insert_turns(con: duckdb.DuckDBPyConnection, document_id: str, turns: Sequen
         con.unregister("_new_turns")
 
 
+def clear_failures(con: duckdb.DuckDBPyConnection, document_id: str) -> None:
+    con.execute("DELETE FROM ingest_failures WHERE document_id = ?", [document_id])
+
+
 def write_failures(
     con: duckdb.DuckDBPyConnection, failures: Sequence[ChunkFailure], now: datetime
 ) -> None:
@@ -175,9 +179,16 @@ class StoredDocument:
     model: str | None
     turns: int
     units: int
+    # Chunks whose extraction failed (nothing of them stored): the document is
+    # partial until an ingest of it again extracts them.
+    failed_chunks: int = 0
     text_length: int = 0  # characters in its turns' text
     tags: tuple[str, ...] = ()  # every tag its turns carry
     metadata: dict[str, str] = field(default_factory=dict)  # its turns' metadata merged
+
+    @property
+    def partial(self) -> bool:
+        return self.failed_chunks > 0
 
 
 def list_documents(
@@ -192,19 +203,22 @@ def list_documents(
         "  list(tags ORDER BY idx) AS tags,"
         "  list(metadata ORDER BY idx) FILTER (WHERE metadata IS NOT NULL) AS metadata"
         "  FROM turns GROUP BY document_id),"
-        " u AS (SELECT document_id, count(*) AS n FROM units GROUP BY document_id)"
+        " u AS (SELECT document_id, count(*) AS n FROM units GROUP BY document_id),"
+        " f AS (SELECT document_id, count(*) AS n FROM ingest_failures GROUP BY document_id)"
         " SELECT d.id, d.title, d.source_path, d.content_hash, d.format, d.created_at,"
-        " d.extraction_mode, d.model, coalesce(t.n, 0), coalesce(u.n, 0),"
+        " d.extraction_mode, d.model, coalesce(t.n, 0), coalesce(u.n, 0), coalesce(f.n, 0),"
         " coalesce(t.chars, 0), t.tags, t.metadata"
-        f" FROM documents d LEFT JOIN t ON t.document_id = d.id"
-        f" LEFT JOIN u ON u.document_id = d.id {where} ORDER BY d.created_at, d.id",
+        " FROM documents d LEFT JOIN t ON t.document_id = d.id"
+        " LEFT JOIN u ON u.document_id = d.id LEFT JOIN f ON f.document_id = d.id"
+        f" {where} ORDER BY d.created_at, d.id",
         params,
     ).fetchall()
     return [
         StoredDocument(
             *r[:11],
-            tags=tagging.union(t or () for t in r[11] or ()),
-            metadata=tagging.merged(tagging.metadata_from(m) for m in r[12] or ()),
+            text_length=r[11],
+            tags=tagging.union(t or () for t in r[12] or ()),
+            metadata=tagging.merged(tagging.metadata_from(m) for m in r[13] or ()),
         )
         for r in rows
     ]
@@ -301,6 +315,7 @@ def failures_of(con: duckdb.DuckDBPyConnection, document_id: str) -> list[ChunkF
 __all__ = [
     "StoredDocument",
     "check_document",
+    "clear_failures",
     "content_hash",
     "document_turns",
     "failures_of",
