@@ -231,6 +231,16 @@ def _turn(row: tuple) -> Turn:
     return Turn(*row[:6], tags=tuple(row[6] or ()), metadata=tagging.metadata_from(row[7]))
 
 
+def content_hashes(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[str, str]:
+    if not document_ids:
+        return {}
+    rows = con.execute(
+        "SELECT id, content_hash FROM documents WHERE id IN (SELECT unnest(?))",
+        [list(document_ids)],
+    ).fetchall()
+    return dict(rows)
+
+
 def document_turns(con: duckdb.DuckDBPyConnection, document_id: str) -> list[Turn]:
     rows = con.execute(
         f"SELECT {TURN_COLUMNS} FROM turns WHERE document_id = ? ORDER BY idx",

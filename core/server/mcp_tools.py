@@ -424,7 +424,7 @@ def build_mcp(
     def get_bank_stats(bank: Bank = None, ctx: Context = None) -> dict[str, Any]:
         """How many memories of each network, links and documents the bank holds."""
         name = bank_of(bank, ctx)
-        return call(lambda: hs_more.stats(name, served, operations or _NoOperations()))
+        return call(lambda: hs.stats(name, served, operations or _NoOperations()))
 
     @tool(READ)
     def list_memories(

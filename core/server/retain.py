@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from core import tags as tagging
 from core.bank import Bank
 from core.server.errors import RetainFailed, not_supported, refuse
 from core.server.models import MemoryItem, RetainRequest
-from core.store.bank_store import utcnow
 from core.timeparse import naive_utc
 from core.types import Change, Document, Turn
 
@@ -37,6 +36,11 @@ ITEM_REFUSALS = {
     "observation_scopes": "Engram keeps one observation per entity; a tag filter shows one "
     "only when every fact it was made from passes",
 }
+
+
+def _now() -> datetime:
+    """The request's time: UTC, without a zone (as the stores keep times)."""
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def check_request(request: RetainRequest) -> str:
@@ -83,7 +87,7 @@ def groups_of(request: RetainRequest, now: datetime) -> list[_Group]:
 def documents_of(items: Sequence[MemoryItem], now: datetime | None = None) -> list[Document]:
     """The documents these items make (one per document id, or per item without one)."""
     request = RetainRequest(items=list(items))
-    return [g.document for g in groups_of(request, now or utcnow())]
+    return [g.document for g in groups_of(request, now or _now())]
 
 
 def _document(key: str, items: list[MemoryItem], now: datetime, extra_tags) -> Document:
@@ -120,8 +124,8 @@ def _when(value: datetime | str | None, now: datetime) -> datetime | None:
 def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[str, Any]]:
     """Ingest the request's items; the change and what was written. Call under the
     bank's lock."""
-    groups = groups_of(request, utcnow())
-    stored = _stored_hashes(bank, [g.document.id for g in groups if g.document.id])
+    groups = groups_of(request, _now())
+    stored = bank.document_hashes([g.document.id for g in groups if g.document.id])
     change = Change()
     fresh: list[Document] = []
     reports = []
@@ -167,28 +171,15 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
     return change, summary
 
 
-def _stored_hashes(bank: Bank, ids: list[str]) -> dict[str, str]:
-    """The content hash of each of these documents the bank holds (one indexed
-    lookup, not a listing of every document: retain runs once per message)."""
-    if not ids:
-        return {}
-    rows = (
-        bank.store.reader()
-        .execute("SELECT id, content_hash FROM documents WHERE id IN (SELECT unnest(?))", [ids])
-        .fetchall()
-    )
-    return dict(rows)
-
-
 def _unchanged(bank: Bank, group: _Group, stored_hash: str) -> bool:
     """Whether the stored document already holds exactly these items (a retry):
     the same turns, times compared only where the items gave one (the request's
     own time is new on every retry)."""
-    from core.retain.documents import content_hash, document_turns
+    from core import document_hash
 
-    if content_hash(group.document) == stored_hash:
+    if document_hash(group.document) == stored_hash:
         return True
-    stored = document_turns(bank.store.reader(), group.document.id)
+    stored = bank.turns(group.document.id)
     new = group.document.turns
     return len(stored) == len(new) and all(
         (a.speaker, a.text, a.tags, dict(a.metadata))

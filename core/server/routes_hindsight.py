@@ -104,7 +104,7 @@ def traits(disposition: Disposition) -> m.DispositionTraits:
 def profile_of(bank: Bank) -> m.BankProfileResponse:
     profile = bank.profile()
     return m.BankProfileResponse(
-        bank_id=bank.name,
+        bank_id=bank.id,
         name=profile.agent_name or bank.name,
         disposition=traits(profile.disposition),
         mission=profile.background,
@@ -119,33 +119,35 @@ def list_banks(
     limit: Annotated[int, Query(ge=0)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> m.BankListResponse:
-    names = [n for n in served.names() if not q or q.lower() in n.lower()]
-    created = {info.name: info.created_at for info in served.engine.banks()}
+    infos = [i for i in served.infos() if not q or q.lower() in f"{i.id} {i.name}".lower()]
     items = []
-    for name in names[offset : offset + limit]:
+    for info in infos[offset : offset + limit]:
         try:
-            bank = served.get(name)
+            bank = served.get(info.id)
         except BankNotFoundError:
             continue  # deleted meanwhile
         except EngramError:  # held by another process: listed, not described
             items.append(
                 m.BankListItem(
-                    bank_id=name, disposition=traits(Disposition()), created_at=created.get(name)
+                    bank_id=info.id,
+                    name=info.name,
+                    disposition=traits(Disposition()),
+                    created_at=info.created_at,
                 )
             )
             continue
         profile = bank.profile()
         items.append(
             m.BankListItem(
-                bank_id=name,
-                name=profile.agent_name or name,
+                bank_id=info.id,
+                name=profile.agent_name or info.name,
                 disposition=traits(profile.disposition),
                 mission=profile.background,
-                created_at=created.get(name),
+                created_at=info.created_at,
                 fact_count=bank.count(),
             )
         )
-    return m.BankListResponse(banks=items, total=len(names), limit=limit, offset=offset)
+    return m.BankListResponse(banks=items, total=len(infos), limit=limit, offset=offset)
 
 
 CREATE_REFUSALS = {
@@ -206,7 +208,7 @@ def _update_profile(served: ServedBanks, bank_id: str, body: m.CreateBankRequest
         update = _profile_update(body, bank.profile().disposition)
         if update:
             change = bank.set_profile(**update)
-            served.changed(bank.name, change)
+            served.changed(bank.id, change)
         return profile_of(bank)
 
 
@@ -230,12 +232,8 @@ def update_disposition(
     with served.using(bank_id) as bank:
         current = bank.profile().disposition
         new = Disposition(**{**current.to_dict(), **body.disposition.model_dump()})
-        served.changed(bank.name, bank.set_profile(disposition=new))
+        served.changed(bank.id, bank.set_profile(disposition=new))
         return profile_of(bank)
-
-
-def _overrides(bank: Bank) -> dict[str, Any]:
-    return dict(bank.store.meta("profile", {}).get("config", {}))
 
 
 def config_of(bank: Bank) -> m.BankConfigResponse:
@@ -244,7 +242,7 @@ def config_of(bank: Bank) -> m.BankConfigResponse:
     for trait, value in profile.disposition.to_dict().items():
         config[f"disposition_{trait}"] = value
     config["reflect_mission"] = profile.background
-    return m.BankConfigResponse(bank_id=bank.name, config=config, overrides=_overrides(bank))
+    return m.BankConfigResponse(bank_id=bank.id, config=config, overrides=bank.config_overrides())
 
 
 @router.get(BANK + "/config", response_model=m.BankConfigResponse, tags=["Banks"])
@@ -276,7 +274,7 @@ def update_config(bank_id: str, body: m.BankConfigUpdate, served: Served) -> m.B
             )
         except (KeyError, ValueError, TypeError) as error:
             raise field_error("updates", str(error).strip("'\"")) from error
-        served.changed(bank.name, change)
+        served.changed(bank.id, change)
         return config_of(bank)
 
 
@@ -284,14 +282,28 @@ def update_config(bank_id: str, body: m.BankConfigUpdate, served: Served) -> m.B
 def reset_config(bank_id: str, served: Served) -> m.BankConfigResponse:
     """Drop the bank's setting overrides (its disposition and background stay)."""
     with served.using(bank_id) as bank:
-        stored = dict(bank.store.meta("profile", {}))
-        if stored.pop("config", None) is not None:
-            with bank.store.transaction() as tx:
-                bank.store.set_meta(tx.con, "profile", stored)
-            from core.types import Change, Kind
-
-            served.changed(bank.name, Change.of(updated={Kind.PROFILE: [bank.name]}))
+        served.changed(bank.id, bank.reset_config())
         return config_of(bank)
+
+
+@router.get(BANK + "/stats", response_model=m.BankStatsResponse, tags=["Banks"])
+def stats(bank_id: str, served: Served, ops: Ops) -> m.BankStatsResponse:
+    bank = served.get(bank_id)
+    counted = bank.stats()
+    return m.BankStatsResponse(
+        bank_id=bank.id,
+        total_nodes=counted.total_units,
+        total_links=counted.total_links,
+        total_documents=counted.documents,
+        nodes_by_fact_type=dict(counted.units),
+        links_by_link_type=dict(counted.links),
+        links_by_fact_type=dict(counted.links_by_network),
+        links_breakdown={},
+        pending_operations=ops.pending(bank.id),
+        failed_operations=ops.failed(bank.id),
+        pending_consolidation=counted.pending_jobs,
+        total_observations=counted.units.get("observation", 0),
+    )
 
 
 # -- retain ---------------------------------------------------------------------------
@@ -307,7 +319,7 @@ def retain_memories(
     at the time of the request: relative times in it ("yesterday") are read
     against that."""
     mode = check_request(body)
-    name = served.get_or_create(bank_id).name
+    name = served.get_or_create(bank_id).id
 
     def work() -> dict[str, Any]:
         with served.using(name) as bank:
@@ -357,7 +369,7 @@ def status_of(op: Operation) -> m.OperationStatusResponse:
 def operation_status(
     bank_id: str, operation_id: str, served: Served, ops: Ops
 ) -> m.OperationStatusResponse:
-    op = ops.get(served.get(bank_id).name, operation_id)
+    op = ops.get(served.get(bank_id).id, operation_id)
     if op is None:
         raise not_found(f"no operation {operation_id!r} in bank {bank_id!r}")
     return status_of(op)
@@ -372,7 +384,7 @@ def list_operations(
     limit: Annotated[int, Query(ge=0)] = 20,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> m.OperationsListResponse:
-    name = served.get(bank_id).name
+    name = served.get(bank_id).id
     found = [o for o in reversed(ops.of_bank(name)) if status is None or o.status == status]
     return m.OperationsListResponse(
         bank_id=name,
@@ -464,9 +476,7 @@ def _entity_states(views: UnitViews, observations) -> dict[str, m.EntityState]:
 
 
 def _count(bank: Bank, texts: list[str]) -> list[int]:
-    from core.recall.packing import TOKEN_COUNTS
-
-    return TOKEN_COUNTS.count(bank.handle.embedder, texts)
+    return bank.count_tokens(texts)
 
 
 def _chunks(bank: Bank, views: UnitViews, ids: list[str], budget: int) -> dict[str, m.ChunkData]:
@@ -543,10 +553,10 @@ def reflect(bank_id: str, body: m.ReflectRequest, served: Served) -> m.ReflectRe
         raise not_supported("tool_calls", "Engram's reflect makes no tool calls", "include")
     scope = body.tag_scope()
     if body.response_schema is not None:
-        from core.reflect.structured import check_schema
+        from core import check_response_schema
 
         try:
-            check_schema(body.response_schema)
+            check_response_schema(body.response_schema)
         except InvalidInputError as error:
             raise field_error("response_schema", str(error)) from None
     try:
@@ -568,7 +578,7 @@ def reflect(bank_id: str, body: m.ReflectRequest, served: Served) -> m.ReflectRe
             max_tokens=body.max_tokens,
         )
         change = bank.commit_reflection(reflection)
-    served.changed(bank.name, change)
+    served.changed(bank.id, change)
     response = m.ReflectResponse(
         text=reflection.answer, reflection_id=reflection.id, mode=reflection.mode
     )
@@ -720,7 +730,7 @@ def update_memory(
                 "(POST /engram/v1/banks/{bank}/entities/{id}/restore)",
             )
     if change is not None:
-        served.changed(bank.name, change)
+        served.changed(bank.id, change)
     return memory_detail(bank, memory_id)
 
 
@@ -787,7 +797,7 @@ def clear_memories(
         ids = [u.id for u in bank.units(type, status=None, limit=None)]
         change = bank.delete_units(ids, actor="agent") if ids else None
     if change is not None:
-        served.changed(bank.name, change)
+        served.changed(bank.id, change)
     return m.DeleteResponse(
         success=True, message=f"{len(ids)} memories deleted", deleted_count=len(ids)
     )
@@ -900,7 +910,7 @@ def list_documents(
         items=[
             m.DocumentListItem(
                 id=d.id,
-                bank_id=bank.name,
+                bank_id=bank.id,
                 content_hash=d.content_hash,
                 created_at=iso(d.created_at),
                 updated_at=iso(d.created_at),
@@ -940,7 +950,7 @@ def document_chunks(
             m.ChunkResponse(
                 chunk_id=chunk_id(document_id, t.index),
                 document_id=document_id,
-                bank_id=bank.name,
+                bank_id=bank.id,
                 chunk_index=t.index,
                 chunk_text=turn_text(t),
                 created_at=iso(document.created_at),
@@ -960,7 +970,7 @@ def reprocess_document(bank_id: str, document_id: str, served: Served) -> dict[s
     with served.using(bank_id) as bank:
         stored_document(bank, document_id)
         report = bank.reingest_document(document_id)
-    served.changed(bank.name, report.change)
+    served.changed(bank.id, report.change)
     return {"success": True, "document_id": document_id, "units": sum(report.facts.values())}
 
 
@@ -976,7 +986,7 @@ def get_document(bank_id: str, document_id: str, served: Served) -> m.DocumentRe
         by_network[str(unit.network)] = by_network.get(str(unit.network), 0) + 1
     return m.DocumentResponse(
         id=document.id,
-        bank_id=bank.name,
+        bank_id=bank.id,
         original_text="\n".join(turn_text(t) for t in turns),
         content_hash=document.content_hash,
         created_at=iso(document.created_at),
@@ -997,7 +1007,7 @@ def delete_document(bank_id: str, document_id: str, served: Served) -> m.DeleteD
     with served.using(bank_id) as bank:
         document = stored_document(bank, document_id)
         change = bank.delete_document(document_id, actor="agent")
-    served.changed(bank.name, change)
+    served.changed(bank.id, change)
     return m.DeleteDocumentResponse(
         success=True,
         message=f"document {document_id!r} deleted",

@@ -7,7 +7,7 @@ lists them).
 from __future__ import annotations
 
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
@@ -16,8 +16,6 @@ from core.server import models as m
 from core.server.errors import not_found, not_implemented
 from core.server.memory_views import iso
 from core.server.routes_hindsight import BANK, Ops, Served
-from core.store.bank_store import utcnow
-from core.types import Network
 
 router = APIRouter()
 unsupported = APIRouter()
@@ -25,25 +23,9 @@ unsupported = APIRouter()
 # -- stats ------------------------------------------------------------------------------
 
 
-@router.get(BANK + "/stats", response_model=m.BankStatsResponse, tags=["Banks"])
-def stats(bank_id: str, served: Served, ops: Ops) -> m.BankStatsResponse:
-    bank = served.get(bank_id)
-    counts = bank.link_counts()
-    by_network = {str(n): bank.count(n) for n in Network}
-    return m.BankStatsResponse(
-        bank_id=bank.name,
-        total_nodes=sum(by_network.values()),
-        total_links=sum(counts.by_kind.values()),
-        total_documents=len(bank.documents()),
-        nodes_by_fact_type=by_network,
-        links_by_link_type=counts.by_kind,
-        links_by_fact_type=counts.by_network,
-        links_breakdown=counts.breakdown,
-        pending_operations=ops.pending(bank.name),
-        failed_operations=ops.failed(bank.name),
-        pending_consolidation=bank.pending_jobs(),
-        total_observations=by_network["observation"],
-    )
+def _now() -> datetime:
+    """The request's time: UTC, without a zone (as the stores keep times)."""
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 PERIODS = {
@@ -70,10 +52,10 @@ def memories_timeseries(
     listed."""
     span, trunc = PERIODS[period]
     bank = served.get(bank_id)
-    end = utcnow()
+    end = _now()
     buckets = bank.memories_timeseries(end - span, end, trunc, time_field)
     return m.TimeseriesResponse(
-        bank_id=bank.name,
+        bank_id=bank.id,
         period=period,
         trunc=trunc,
         time_field=time_field,
@@ -102,7 +84,7 @@ def llm_health(bank_id: str, served: Served) -> m.BankLlmHealthResponse:
         ok = probe.ready
         status = "connected" if ok else ("timeout" if "time" in probe.reason else "unreachable")
     return m.BankLlmHealthResponse(
-        bank_id=bank.name,
+        bank_id=bank.id,
         operations=[
             m.LlmOperationHealth(operation=op, ok=ok, status=status, latency_ms=latency)
             for op in ("retain", "consolidation", "reflect")
@@ -141,7 +123,7 @@ def cancel_operation(
 ) -> m.OperationActionResponse:
     """Cancel a queued operation. One already running finishes (its retain is one
     transaction per document: stopping it half-way would help no one): 409."""
-    name = served.get(bank_id).name
+    name = served.get(bank_id).id
     op = ops.get(name, operation_id)
     if op is None:
         raise not_found(f"no operation {operation_id!r} in bank {bank_id!r}")
@@ -163,7 +145,7 @@ def retry_operation(
     bank_id: str, operation_id: str, served: Served, ops: Ops
 ) -> m.OperationActionResponse:
     """Run a failed or cancelled operation again (a retain skips what it wrote)."""
-    name = served.get(bank_id).name
+    name = served.get(bank_id).id
     op = ops.get(name, operation_id)
     if op is None:
         raise not_found(f"no operation {operation_id!r} in bank {bank_id!r}")
@@ -186,7 +168,7 @@ def delete_operation(
     bank_id: str, operation_id: str, served: Served, ops: Ops
 ) -> m.OperationActionResponse:
     """Forget a finished operation's record."""
-    name = served.get(bank_id).name
+    name = served.get(bank_id).id
     op = ops.get(name, operation_id)
     if op is None:
         raise not_found(f"no operation {operation_id!r} in bank {bank_id!r}")
