@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from core.reflect.values import Comparison, OpinionChange, OpinionTrajectory, Reflection
     from core.retain.documents import StoredDocument
     from core.retain.entities import EntityDecision
-    from core.retain.links import LinkCounts
     from core.retain.observations import JobsReport
     from core.retain.opinions import OpinionEvent
     from core.retain.report import ChunkFailure, IngestReport
@@ -198,12 +197,6 @@ class Bank:
         self, network: Network | str | Sequence[Network | str] | None = None, **filters: Any
     ) -> int:
         return count_units(self.store.reader(), UnitFilter(network=network, **filters))
-
-    def link_counts(self) -> LinkCounts:
-        """The bank's links by kind and by the networks they touch."""
-        from core.retain.links import link_counts
-
-        return link_counts(self.store.reader())
 
     def memories_timeseries(
         self, start: datetime, end: datetime, trunc: str = "day", time_field: str = "created_at"

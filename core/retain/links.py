@@ -269,31 +269,3 @@ def links_of(
         params.append([str(LinkKind(k)) for k in kinds])
     rows = con.execute(sql + " ORDER BY weight DESC, kind, target", params).fetchall()
     return [Link(r[0], r[1], LinkKind(r[2]), r[3], r[4], r[5]) for r in rows]
-
-
-@dataclass(frozen=True)
-class LinkCounts:
-    """The bank's links, each counted once (they are stored both ways): by kind;
-    by network, the links touching a unit of that network; and by network then kind."""
-
-    by_kind: dict[str, int]
-    by_network: dict[str, int]
-    breakdown: dict[str, dict[str, int]]
-
-
-def link_counts(con: duckdb.DuckDBPyConnection) -> LinkCounts:
-    rows = con.execute(
-        "SELECT s.network, t.network, l.kind, count(*) FROM links l"
-        " JOIN units s ON s.id = l.source JOIN units t ON t.id = l.target"
-        " WHERE l.source < l.target GROUP BY ALL"
-    ).fetchall()
-    by_kind: dict[str, int] = {}
-    by_network: dict[str, int] = {}
-    breakdown: dict[str, dict[str, int]] = {}
-    for one, other, kind, count in rows:
-        by_kind[kind] = by_kind.get(kind, 0) + count
-        for network in {one, other}:
-            by_network[network] = by_network.get(network, 0) + count
-            kinds = breakdown.setdefault(network, {})
-            kinds[kind] = kinds.get(kind, 0) + count
-    return LinkCounts(by_kind, by_network, breakdown)
