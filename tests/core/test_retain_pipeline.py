@@ -110,7 +110,9 @@ def test_locomo_sources_are_real_turns_and_times_fall_in_their_session(locomo) -
     bank, document, _report, _ = locomo
     turns = {t.id: t for t in document.turns}
     units = bank.units(limit=None)
-    assert {u.network for u in units} >= {Network.WORLD, Network.OPINION}
+    # Two people talking, the bank's agent not among them: every fact is about the
+    # world (what they did, think and prefer); nobody's belief is the bank's opinion.
+    assert {u.network for u in units} == {Network.WORLD}
     for unit in units:
         assert unit.source_ids and set(unit.source_ids) <= set(turns), unit
         assert unit.extraction_mode is ExtractionMode.RULES
