@@ -393,18 +393,32 @@ def supply_subject(text: str) -> str:
     return text
 
 
+# Words that open a sentence with a capital only because they open it.
+_COMMON_OPENERS = _wordset(
+    "the a an this that these those it its it's they they're their there there's here "
+    "here's we our you your he she his her my some any all every each no not none what "
+    "when where why how if so and but or then now today yesterday tomorrow tonight one two "
+    "many much more most such both either neither nothing everything something anything "
+    "someone everyone everybody nobody people being having lots last next after before "
+    "since until while as at in on of for to from with by about just also still even only "
+    "really maybe perhaps sometimes always never usually"
+)
+
+
 def lower_first(text: str, keep: frozenset[str] = frozenset()) -> str:
-    """`text` with its first letter in lower case, unless its first word is "I" or
-    one of `keep` (casefolded names)."""
+    """`text` with its first letter in lower case when its first word is a common
+    word that only opens the sentence ("The", "It", "Painting" as a verb's
+    subject), never a name (`keep`, casefolded, or any other capitalised word)."""
     m = _WORD.search(text)
     if not m or m.start() != 0:
         return text
     word = m.group(0)
     base = re.sub(r"['’]s$", "", word).casefold()
-    if word == "I" or word.startswith(("I'", "I’")) or base in keep:
+    if base in keep or word.isupper():
         return text
-    if word.isupper() and len(word) > 1:
-        return text  # an acronym
+    low = apostrophes(word).lower()
+    if low not in _COMMON_OPENERS and not (low.endswith("ing") and len(low) > 4):
+        return text  # maybe a name: "Tomás reviewed it" keeps its capital
     return word[0].lower() + text[1:]
 
 
@@ -429,7 +443,7 @@ def reported(
             return f"{speaker} told {listener or 'them'} not to {rest}"
         if low == "please":
             return reported(rest, speaker, listener, judgment, keep)
-        return f"{speaker} told {listener or 'them'} to {lower_first(body, keep)}"
+        return f"{speaker} told {listener or 'them'} to {body[0].lower()}{body[1:]}"
     if low in ("thank", "thanks") and listener:
         rest = body[len(first) :].lstrip(" ,")
         if rest.casefold().startswith(listener.casefold()):

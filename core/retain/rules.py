@@ -343,7 +343,8 @@ def _causal_split(text: str) -> _CausalSplit | None:
 
 # ---- entities ------------------------------------------------------------------
 
-_ENTITY_TOKEN = re.compile(r"[^\W_](?:[\w'’&-]*[^\W_])?|[^\w\s]|\n")
+# A version keeps its dots: "Beacon 2.0", "Python 3.11".
+_ENTITY_TOKEN = re.compile(r"[^\W_](?:[\w'’&-]*[^\W_])?(?:\.\d+)*|[^\w\s]|\n")
 # Not quotes: a capital after one is more often a title ("Becoming Nicole") than a sentence.
 _SENTENCE_START = frozenset(".!?:;\n([—–-…")
 _JOINERS = frozenset({"of", "de", "del", "da", "van", "von", "&"})

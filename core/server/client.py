@@ -36,6 +36,7 @@ VALUE_TYPES = {
         "core.retain.observations": "JobsReport",
         "core.curate.audit": "AuditEntry",
         "core.curate.retract": "RetractPreview",
+        "core.curate.hints": "MergeHint",
         "core.reflect.values": "OpinionAction FormedOpinion Evidence LeftOut Reflection "
         "Comparison TrajectoryStep OpinionTrajectory OpinionChange",
     }.items()
@@ -47,7 +48,8 @@ TAG = "$t"
 # the bank's lock and their Change is broadcast to the owner's views.
 READ_METHODS = frozenset(
     """units count recall pending_jobs profile retract_preview audit reflections opinions
-    opinion_history opinions_changed compare verify resolve_entity profile_warnings""".split()
+    opinion_history opinions_changed compare verify resolve_entity profile_warnings
+    entities merge_hints""".split()
 )
 WRITE_METHODS = frozenset(
     """ingest process_jobs edit_unit delete_units rename_entity merge_entities split_entity

@@ -106,6 +106,13 @@ def test_entities_are_listed(demo_home, capsys):
     assert run(home, "entities", name, "--search", "lisb", "--json") == 0
     found = json.loads(capsys.readouterr().out)
     assert found and all("lisb" in e["name"].lower() for e in found)
+    # Merge hints: pairs that may be one, with why; the command merges nothing.
+    assert run(home, "entities", name, "--hints") == 0
+    out = capsys.readouterr().out
+    assert "“Atlas” is part of “Project Atlas”" in out and "nothing was merged" in out
+    assert run(home, "entities", name, "--hints", "--json") == 0
+    hints = json.loads(capsys.readouterr().out)
+    assert {"source_name", "target_name", "score", "reason"} <= set(hints[0])
 
 
 @pytest.mark.slow

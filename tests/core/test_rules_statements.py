@@ -11,7 +11,7 @@ from core.recall.packing import pack
 from core.retain.entities import name_similarity
 from core.retain.extract import Exchange
 from core.retain.gazetteer import is_place, is_region
-from core.retain.observations import rules_profile
+from core.retain.observations import PROFILE_MAX_TOKENS, rules_profile
 from core.retain.opinions import Relation, assess_rules
 from core.retain.rules import RulesExtractor
 from core.retain.statements import (
@@ -223,7 +223,7 @@ def test_rules_profile_is_bounded_dated_and_about_the_entity() -> None:
     text = rules_profile(
         Entity("e", "Priya", "person"), facts, limit=12, count_tokens=lambda t: len(t) // 4
     )
-    assert len(text) // 4 <= 120
+    assert len(text) // 4 <= PROFILE_MAX_TOKENS
     assert text.startswith("Priya (person; 200 facts, 1 March 2024 to 16 September 2024).")
     # The entity as subject is preferred over facts that merely mention nearby things.
     assert text.count("Priya ") >= 4 and "Bob said" not in text
