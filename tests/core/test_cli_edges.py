@@ -81,6 +81,12 @@ def test_recall_trace_goes_to_a_file_or_a_short_summary(demo_home, tmp_path, cap
     assert 3 <= len(summary) <= 12
     assert any(line.strip().startswith("semantic") and "candidates" in line for line in summary)
     assert "{" not in out
+    # The time window the question was read as, and how surely.
+    assert "window   none: the query names no time" in out
+    assert run(home, "recall", name, "What happened in the last week of March 2025?", "--trace") == 0
+    out = capsys.readouterr().out
+    assert "window   2025-03-25 to 2025-03-31 (read from 'the last week of March 2025'" in out
+    assert "confidence 0.90" in out
 
 
 @pytest.mark.slow
