@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 
 from core.server import routes_cli, routes_engram, routes_hindsight
 from core.server.api_docs import PublicDocs
+from core.server.calls import Downloads, LongCalls
 from core.server.errors import engram_error
 from core.server.guard import Guard
 from core.server.operations import Operations
@@ -37,6 +38,7 @@ def create_app(
     from core.server.version import ENGRAM_VERSION
 
     operations = Operations(served)
+    calls, downloads = LongCalls(), Downloads()
     mcp_app = None
     if mcp:
         from core.server.mcp_tools import streamable_http_app
@@ -49,7 +51,9 @@ def create_app(
         else:
             async with mcp_session():
                 yield
+        calls.cancel_all()
         operations.shutdown()
+        downloads.close()
 
     app = FastAPI(
         title=API_TITLE,
@@ -65,10 +69,12 @@ def create_app(
     )
     app.state.served = served
     app.state.operations = operations
+    app.state.calls = calls
+    app.state.downloads = downloads
     app.add_exception_handler(EngramError, engram_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.include_router(routes_engram.router)
-    app.include_router(routes_cli.router)  # what routed `engram` commands call
+    app.include_router(routes_cli.router)  # what RemoteBank and routed commands call
     app.include_router(routes_hindsight.router)
     app.include_router(routes_hindsight.unsupported)
     if mcp_app is not None:

@@ -7,9 +7,7 @@ from typing import Any
 from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from core.providers.llm import LanguageModelError
-from core.reflect import ReflectionError
-from core.snapshot import SnapshotError
+from core import LanguageModelError, ReflectionError, SnapshotError
 from core.types import (
     BankExistsError,
     BankLockedError,
