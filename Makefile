@@ -129,5 +129,11 @@ bundle: $(VENV)/.installed-bundle $(DATA)
 	cp packaging/install-desktop.sh dist/engram/
 	tar -C dist -czf dist/engram-studio-linux-x86_64.tar.gz engram
 
+# The built bundle run as a user would, in a clean environment (env -i, empty HOME,
+# no Python on PATH): first start, bank, ingest, recall, serve + retain over HTTP,
+# every pane rendered. Not part of `make test`: run it after `make bundle`.
+bundle-check:
+	packaging/bundle-check.sh dist/engram
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build dist core/providers/minilm core/retain/geonames

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,7 @@ from core.retain.documents import (
     content_hash,
     failures_of,
     new_document_id,
+    stored_document,
     stored_with_hash,
     units_of,
 )
@@ -60,6 +62,7 @@ from core.retain.facts import (
     learn_names,
     verbatim_facts,
 )
+from core.retain.networks import BankAgent
 from core.retain.opinions import (
     FORMED,
     Assessment,
@@ -71,7 +74,15 @@ from core.retain.opinions import (
 from core.retain.plan import Plan, plan_document
 from core.retain.report import CheckedFact, ChunkFailure, DocumentResult, IngestReport
 from core.retain.write import write_document
-from core.types import INGEST_MODES, Change, Document, ExtractionMode, InvalidInputError, Kind
+from core.types import (
+    INGEST_MODES,
+    Change,
+    Document,
+    ExtractionMode,
+    InvalidInputError,
+    Kind,
+    Turn,
+)
 
 if TYPE_CHECKING:
     from core.handle import BankHandle
@@ -125,6 +136,42 @@ def ingest(
     return run.report
 
 
+def append(
+    bank: BankHandle,
+    document_id: str,
+    turns: Sequence[Turn],
+    mode: str = "auto",
+    progress: Progress | None = None,
+    cancel: CancelToken | None = None,
+    llm: LanguageModel | None = None,
+) -> IngestReport:
+    """Add `turns` to the stored document `document_id`, after its own, and
+    retain only them: the document's earlier memories (and their curation)
+    stay. One transaction; the turns are renumbered after the stored ones."""
+    started = time.perf_counter()
+    con = bank.store.reader()
+    stored = stored_document(con, document_id)
+    first = 1 + max((t.index for t in stored.turns), default=-1)
+    taken = {t.id for t in stored.turns}
+    added: list[Turn] = []
+    for n, turn in enumerate(turns):
+        turn_id = turn.id if turn.id and turn.id not in taken else f"t{first + n}"
+        while turn_id in taken:
+            turn_id = f"{turn_id}'"
+        taken.add(turn_id)
+        added.append(dc_replace(turn, id=turn_id, index=first + n))
+    whole = dc_replace(stored, turns=stored.turns + tuple(added), content_hash="")
+    new = dc_replace(stored, turns=tuple(added), content_hash="")
+    run = _Run(bank, mode, False, progress, cancel, llm)
+    try:
+        run.plan_progress([new])
+        run.ingest_document(new, append_to=(document_id, content_hash(whole)))
+    finally:
+        run.close()
+    run.report._time("total", time.perf_counter() - started)
+    return run.report
+
+
 def _documents(source: Any, format: str) -> list[Document]:
     if isinstance(source, Document):
         return [source]
@@ -159,6 +206,7 @@ class _Run:
         profile = bank.profile()
         self.config = profile.config
         self.agent = profile.agent_name.strip()
+        self.bank_agent = BankAgent(self.agent)
         self._choice: ModelChoice | None = None  # None: no model was considered
         self.notes: list[str] = []
         self.auto = str(mode).strip().lower() == "auto"
@@ -256,27 +304,35 @@ class _Run:
 
     # -- one document ----------------------------------------------------------
 
-    def ingest_document(self, document: Document) -> None:
+    def ingest_document(self, document: Document, append_to: tuple[str, str] | None = None) -> None:
+        """Retain one document; with `append_to` (its id, the whole document's new
+        content hash), `document` is the turns added to a stored one."""
         bank = self.bank
         check_document(document)
-        digest = content_hash(document)
         title = document.title or "conversation"
-        existing = stored_with_hash(bank.store.reader(), digest)
-        steps = self._chunk_count(document) + 2
         retry: frozenset[str] | None = None  # the turns of the chunks to extract again
-        if existing and not self.force:
-            failed = failures_of(bank.store.reader(), existing[0])
-            if not failed:
-                self.report.documents.append(DocumentResult(existing[0], title, "skipped"))
-                self.step(f"{title}: already in the bank, skipped", steps)
-                return
-            # Stored but partial: extract again exactly the chunks that failed.
-            retry = frozenset(t for f in failed for t in f.turn_ids)
-        document_id = (
-            existing[0] if existing else new_document_id(bank.store.reader(), document, digest)
-        )
-        # A retry adds to the document; a forced re-ingest replaces what it wrote.
-        replaced = units_of(bank.store.reader(), existing[0]) if existing and retry is None else []
+        if append_to is not None:
+            document_id, digest = append_to
+            existing, replaced = None, []
+        else:
+            digest = content_hash(document)
+            existing = stored_with_hash(bank.store.reader(), digest)
+            steps = self._chunk_count(document) + 2
+            if existing and not self.force:
+                failed = failures_of(bank.store.reader(), existing[0])
+                if not failed:
+                    self.report.documents.append(DocumentResult(existing[0], title, "skipped"))
+                    self.step(f"{title}: already in the bank, skipped", steps)
+                    return
+                # Stored but partial: extract again exactly the chunks that failed.
+                retry = frozenset(t for f in failed for t in f.turn_ids)
+            document_id = (
+                existing[0] if existing else new_document_id(bank.store.reader(), document, digest)
+            )
+            # A retry adds to the document; a forced re-ingest replaces what it wrote.
+            replaced = (
+                units_of(bank.store.reader(), existing[0]) if existing and retry is None else []
+            )
 
         t0 = time.perf_counter()
         extraction = self._extract(document, document_id, title, retry)
@@ -317,6 +373,7 @@ class _Run:
             plan,
             extraction.failures,
             retry=retry is not None,
+            appended=append_to is not None,
         )
         self.report._time("write", time.perf_counter() - t0)
         self.step(f"{title}: written")
@@ -340,7 +397,7 @@ class _Run:
         if self.mode is ExtractionMode.VERBATIM:
             check(self.cancel)
             facts = [
-                clean_fact(f, turns, (f.source_ids[0],), 0)
+                clean_fact(f, turns, (f.source_ids[0],), 0, agent=self.bank_agent)
                 for f in verbatim_facts(document, self.agent, known_names(self.bank.store.reader()))
             ]
             self.step(f"{title}: {len(facts)} turns")
@@ -380,7 +437,9 @@ class _Run:
             self._down_streak = 0
             base = len(facts)
             for fact in extracted:
-                cleaned = clean_fact(fact, turns, exchange.turn_ids, base, exchange.when)
+                cleaned = clean_fact(
+                    fact, turns, exchange.turn_ids, base, exchange.when, self.bank_agent
+                )
                 if cleaned is not None:
                     facts.append(cleaned)
                     learn_names(known, seen, (m.name for m in cleaned.mentions))
@@ -520,4 +579,4 @@ class _Run:
         r.change = r.change | change
 
 
-__all__ = ["MODES", "ingest"]
+__all__ = ["MODES", "append", "ingest"]
