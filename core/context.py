@@ -32,7 +32,8 @@ HTTP = "http"
 MCP = "mcp"  # MCP over streamable HTTP
 MCP_STDIO = "mcp-stdio"
 PYTHON = "python"  # the engine called directly (a script, a test)
-TRANSPORTS = (STUDIO, CLI, HTTP, MCP, MCP_STDIO, PYTHON)
+ENGINE = "engine"  # the engine's own upkeep (a server's background rebuilds)
+TRANSPORTS = (STUDIO, CLI, HTTP, MCP, MCP_STDIO, PYTHON, ENGINE)
 # What a local tool that reached the owner over HTTP may say it was.
 HOP_TRANSPORTS = (CLI, MCP_STDIO, STUDIO)
 HOP_HEADER = "x-engram-caller"  # "<transport>; <actor, percent-encoded>"
@@ -66,6 +67,7 @@ class Caller:
 
 DIRECT = Caller("user", PYTHON)
 STUDIO_CALLER = Caller("studio", STUDIO)  # the person at the studio (its runner's tasks)
+ENGINE_CALLER = Caller("engram", ENGINE)
 _process = DIRECT
 _current: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
     "engram_caller", default=None

@@ -1,5 +1,6 @@
 """`engram serve`: serve the data folder's banks over HTTP (and MCP at /mcp);
-`engram mcp BANK`: one bank over MCP on stdin/stdout, for desktop agents.
+`engram mcp BANK`: one bank over MCP on stdin/stdout, for desktop agents,
+bridged to the bank's owner when another process has it open.
 
 `engram serve` owns what it serves: a bank is opened on the first request
 naming it and stays open (its lock held) until the server stops. It also runs
@@ -33,7 +34,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port; 0 picks a free one")
     serve.set_defaults(handler=run_serve)
 
-    mcp = sub.add_parser("mcp", help="serve one bank over MCP on stdin/stdout")
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve one bank over MCP on stdin/stdout (for Claude Desktop, Claude Code, Cursor)",
+        description="Serve BANK's memory tools over MCP on stdin/stdout. While the studio or "
+        "`engram serve` has the bank open, each call goes through it; otherwise the bank is "
+        "opened for the calls and closed again when they stop, so the studio can open it.",
+    )
     mcp.add_argument("bank")
     mcp.set_defaults(handler=run_mcp)
 
@@ -50,7 +57,17 @@ def run_serve(args, engine: Engine) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    handle = start_server(served, args.host, args.port, tokens)
+    try:
+        handle = start_server(served, args.host, args.port, tokens)
+    except OSError as error:
+        from core.cli.ports import bind_failure
+
+        served.close()
+        reason = bind_failure(error, args.host, args.port)
+        if reason is None:
+            raise
+        print(f"engram: {reason}", file=sys.stderr)
+        return 1
     from_env = bool(os.environ.get(ENV, "").strip())
     where = f"${ENV}" if from_env else str(token_file(engine.home))
     # Each bank's lock names this address: `engram` commands on it are routed here.
@@ -67,18 +84,17 @@ def run_serve(args, engine: Engine) -> int:
 
 
 def run_mcp(args, engine: Engine) -> int:
+    """One bank over MCP on stdio. Each call goes to the process that has the bank
+    open (the studio, `engram serve`), or opens it for as long as calls come
+    (core/server/mcp_stdio.py): it never holds the bank while the agent is idle."""
     from core.context import MCP_STDIO, Caller, set_process_caller
-    from core.server import ServedBanks
-    from core.server.mcp_tools import run_stdio
+    from core.server.mcp_stdio import run_stdio
 
-    # Over stdio no token says who it is: "mcp", plus the client's name (mcp_caller.py).
+    # Over stdio no token says who it is: "mcp", and the client's name from the MCP
+    # handshake (core/server/mcp_caller.py); bridged, the owner is told so.
     set_process_caller(Caller(getattr(args, "actor", None) or "mcp", MCP_STDIO))
-    bank = engine.open_bank(args.bank)
-    served = ServedBanks(engine, open_on_demand=False)
-    served.adopt(bank)
-    try:
-        run_stdio(served, bank.name)
-    finally:
-        served.close()  # its background observation rebuilds end before the bank closes
-        bank.close()
+
+    # The embedding model loads on the first call this process answers itself:
+    # bridged to an owner, it is never needed here.
+    run_stdio(engine, args.bank)
     return 0

@@ -86,6 +86,28 @@ class ActivityEntry:
             data["detail"] = self.detail
         return data
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ActivityEntry:
+        """An entry read back from its JSON (the live stream, the API)."""
+        return cls(
+            id=int(data["id"]),
+            started_at=datetime.fromisoformat(data["started_at"]),
+            duration_ms=float(data.get("duration_ms", 0.0)),
+            actor=str(data.get("actor", "")),
+            transport=str(data.get("transport", "")),
+            kind=str(data.get("kind", "")),
+            operation=str(data.get("operation", "")),
+            outcome=str(data.get("outcome", "")),
+            summary=str(data.get("summary", "")),
+            error=str(data.get("error") or ""),
+            arguments=dict(data.get("arguments") or {}),
+            change=change_from_json(data.get("change")),
+            tokens=data.get("tokens"),
+            unit_ids=tuple(data.get("unit_ids") or ()),
+            size=int(data.get("size", 0)),
+            detail=data.get("detail"),
+        )
+
 
 def capped(value: Any, depth: int = 0) -> Any:
     """`value` as JSON-able data, bounded: long texts cut, long lists cut (with how

@@ -53,7 +53,9 @@ from core.recall.trace import (
     SkippedFact,
 )
 from core.store.bank_store import utcnow
+from core.store.tagged import allowed_units
 from core.store.units import get_units, get_vectors, record_access
+from core.tags import TagScope, describe
 from core.timeparse import naive_utc
 from core.types import InvalidInputError, Network, Unit, UnitStatus
 
@@ -96,6 +98,7 @@ def recall(
     observation_budget: int = 0,
     settings: Mapping[str, Any] | None = None,
     count_access: bool = True,
+    tags: TagScope | None = None,
 ) -> RecallResult:
     """Recall what `bank` holds about `query`, packed into `budget_tokens`.
 
@@ -110,6 +113,8 @@ def recall(
     - observation_budget: tokens for the observations (entity profiles) of the
       entities in the packed facts, on top of `budget_tokens` (default 0: none).
     - settings: overrides of `recall.*` settings for this call.
+    - tags: only the units this tag scope lets through (core/tags.py), in every
+      channel: a pre-filter, so the budget fills from the scope.
     - count_access: count this recall in each returned unit's `access_count` and
       `last_accessed_at` (the one write recall makes). Callers that only inspect
       recall (the studio's recall debugger, benchmarks) pass False.
@@ -128,6 +133,7 @@ def recall(
         end,
         observation_budget,
         settings,
+        tags,
     )
     result = _stages(bank, request, t_start)
     if count_access:
@@ -151,6 +157,7 @@ class _Request:
     channels: tuple[str, ...]
     now: datetime | None
     scope: ch.Scope
+    tags: TagScope | None
     cfg: Mapping[str, Any]
     ranker: Reranker
     reference: datetime
@@ -198,6 +205,13 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
     if not request.networks:
         trace.notes.append("no networks selected: nothing to recall")
         return finish()
+    if request.scope.allowed is not None:
+        trace.notes.append(
+            f"tag scope {describe(request.tags)}: every channel searched only its "
+            f"{len(request.scope.allowed):,} active unit(s)"
+        )
+        if not request.scope.allowed:
+            return finish()
     if not ch.has_words(request.query):
         trace.notes.append("the query has no letters or digits: nothing to recall")
         return finish()
@@ -209,7 +223,7 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
     retrieved = _retrieve(bank, request, semantic_query, trace)
 
     t0 = time.perf_counter()
-    fused = _fuse(bank.store, request, retrieved.results, who, trace)
+    fused = _fuse(bank.store, request, retrieved.results, who, trace, retrieved.interval)
     timings["fusion"] = _ms(t0)
     if not fused:
         trace.notes.append("no channel returned anything")
@@ -224,7 +238,7 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
     observations: list[RecallItem] = []
     if request.observation_budget > 0 and items:
         t0 = time.perf_counter()
-        observations = _observations(bank, items, request.observation_budget, trace)
+        observations = _observations(bank, items, request.observation_budget, trace, request.scope)
         timings["observations"] = _ms(t0)
     return finish(items, observations, used)
 
@@ -242,6 +256,7 @@ def _request(
     end: Any,
     observation_budget: Any,
     settings: Mapping[str, Any] | None,
+    tags: TagScope | None = None,
 ) -> _Request:
     """The arguments checked (InvalidInputError naming the bad one), the bank's
     settings with this call's overrides, and the reference time for the query."""
@@ -273,12 +288,20 @@ def _request(
         networks=nets,
         channels=wanted,
         now=now,
-        scope=ch.Scope(nets, start, end),
+        scope=ch.Scope(nets, start, end, _allowed(bank, tags)),
+        tags=tags,
         cfg=cfg,
         ranker=ranker,
         reference=reference,
         reference_source=reference_source,
     )
+
+
+def _allowed(bank: BankHandle, tags: TagScope | None) -> frozenset[str] | None:
+    """The units a tag scope lets through (None: no tag scope)."""
+    if tags is None or not tags.active:
+        return None
+    return allowed_units(bank.store.reader(), tags)
 
 
 def _new_trace(request: _Request) -> RecallTrace:
@@ -356,7 +379,10 @@ def _retrieve(
         else:
             out.interval = interval
             trace.interval = QueryInterval(
-                interval.start, interval.end, getattr(interval, "text", "")
+                interval.start,
+                interval.end,
+                getattr(interval, "text", ""),
+                float(getattr(interval, "confidence", 1.0)),
             )
             results["temporal"] = ch.temporal(
                 store,
@@ -394,13 +420,17 @@ def _fuse(
     results: Mapping[str, ch.ChannelResult],
     who: focus.Speakers,
     trace: RecallTrace,
+    interval: Any = None,
 ) -> list[Fused]:
-    """Reciprocal rank fusion of the channels that ran, then speaker focus."""
+    """Reciprocal rank fusion of the channels that ran, then speaker focus. The
+    temporal channel votes as surely as the query's time was read."""
     cfg = request.cfg
+    weights = {name: float(cfg[f"recall.weight_{name}"]) for name in CHANNELS}
+    weights["temporal"] *= float(getattr(interval, "confidence", 1.0)) if interval else 1.0
     fused = rrf(
         {name: results[name].ids for name in CHANNELS if name in results and results[name].ran},
         k=float(cfg["recall.rrf_k"]),
-        weights={name: float(cfg[f"recall.weight_{name}"]) for name in CHANNELS},
+        weights=weights,
     )
     factor = 1.0 + float(cfg["recall.speaker_focus"])
     if factor != 1.0 and who.focused:
@@ -444,6 +474,7 @@ def _rerank(
         now=request.reference,
         interval_start=interval.start if interval is not None else None,
         interval_end=interval.end if interval is not None else None,
+        interval_confidence=float(getattr(interval, "confidence", 1.0)) if interval else 1.0,
     )
     ranker = request.ranker
     scores = ranker.score(request.query[:MAX_RERANK_CHARS], candidates, context)
@@ -573,7 +604,11 @@ def _left_at(tokens: Sequence[int], taken: Sequence[int], index: int, budget: in
 
 
 def _observations(
-    bank: BankHandle, items: list[RecallItem], budget: int, trace: RecallTrace
+    bank: BankHandle,
+    items: list[RecallItem],
+    budget: int,
+    trace: RecallTrace,
+    scope: ch.Scope,
 ) -> list[RecallItem]:
     """Observations of the entities the packed facts mention, the most mentioned
     entities first, greedily under their own budget."""
@@ -597,7 +632,7 @@ def _observations(
     order: list[str] = []
     for entity in entities:
         for unit_id in sorted(by_entity.get(entity, ())):
-            if unit_id not in packed_ids and unit_id not in order:
+            if unit_id not in packed_ids and unit_id not in order and scope.admits(unit_id):
                 order.append(unit_id)
     if not order:
         return []

@@ -24,7 +24,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -40,6 +40,8 @@ from core.retain.extract import (
     ExtractionError,
 )
 from core.retain.facts import MAX_UNIT_CHARS
+from core.retain.llm_checks import CheckedFacts, check_facts
+from core.retain.networks import BankAgent, network_guide
 from core.retain.statements import split_turn
 from core.text import clean_name, clean_text
 from core.timeparse import naive_utc, resolve
@@ -160,7 +162,7 @@ _EXAMPLE_FACTS: list[dict[str, Any]] = [
         "confidence": None,
     },
     {
-        "text": "Sam told Priya on 14 March 2021 that greyhounds need two walks a day.",
+        "text": "I told Priya on 14 March 2021 that greyhounds need two walks a day.",
         "network": "experience",
         "occurred_start": "2021-03-14",
         "occurred_end": "2021-03-15",
@@ -170,7 +172,7 @@ _EXAMPLE_FACTS: list[dict[str, Any]] = [
         "confidence": None,
     },
     {
-        "text": "Sam is sure that greyhounds make gentle pets.",
+        "text": "I am sure that greyhounds make gentle pets.",
         "network": "opinion",
         "occurred_start": None,
         "occurred_end": None,
@@ -180,7 +182,16 @@ _EXAMPLE_FACTS: list[dict[str, Any]] = [
         "confidence": 0.8,
     },
 ]
-EXAMPLE_TEXTS: tuple[str, ...] = tuple(f["text"] for f in _EXAMPLE_FACTS)
+# A reply that copies the example back, its facts or its turns (a 135M model
+# gave the example conversation as a fact), is a copy.
+_EXAMPLE_TURN_TEXTS = tuple(
+    line.split("] ", 1)[1] for line in _EXAMPLE_TURNS.splitlines() if line.startswith("[")
+)
+EXAMPLE_TEXTS: tuple[str, ...] = (
+    *(f["text"] for f in _EXAMPLE_FACTS),
+    *_EXAMPLE_TURN_TEXTS,
+    *(text.split(": ", 1)[1] for text in _EXAMPLE_TURN_TEXTS),
+)
 
 
 def build_system_prompt(agent_name: str) -> str:
@@ -188,13 +199,11 @@ def build_system_prompt(agent_name: str) -> str:
     if agent:
         who = (
             f'The agent whose memory this is is "{agent}". In {agent}\'s own turns "I" means '
-            f"{agent}: what {agent} did, said, saw or felt is experience."
+            f"{agent}: what {agent} did, said, saw or felt is experience, and only what "
+            f"{agent} believes is opinion."
         )
     else:
-        who = (
-            "None of the speakers is the agent whose memory this is: record what they say "
-            "as world facts or opinions, never as experience."
-        )
+        who = "None of the speakers is the agent whose memory this is."
     example = json.dumps({"facts": _EXAMPLE_FACTS}, ensure_ascii=False)
     return (
         "You turn a conversation into facts for an AI agent's long-term memory.\n"
@@ -205,10 +214,7 @@ def build_system_prompt(agent_name: str) -> str:
         "did or said what, when, where and why. Use names instead of I, you, he, she or they. "
         "Keep the specifics word for word: names, numbers, titles, places, image descriptions.\n\n"
         "network, one of:\n"
-        "- world: objective facts about people, places and things in the world.\n"
-        "- experience: the agent's own first-person history (only the agent's own turns).\n"
-        "- opinion: a belief, judgement or preference; confidence is how strongly it is held, "
-        "0 to 1 (certain 0.9, sure 0.8, think 0.6, maybe 0.4). Other facts have confidence null.\n"
+        f"{network_guide(BankAgent(agent))}\n"
         "Never use observation: observations are written later, not extracted.\n\n"
         "Time: resolve relative expressions (yesterday, last week, next month, in June) against "
         "the session date given with the exchange. occurred_start and occurred_end are ISO "
@@ -516,6 +522,13 @@ class LlmExtractor:
             self._owned = None
         self.lm = lm
         self.model = lm.name
+        # What the checks (llm_checks) did to each accepted answer, for the report.
+        self._checks: list[CheckedFacts] = []
+
+    def take_checks(self) -> list[CheckedFacts]:
+        """The checks of the answers accepted since the last call."""
+        checks, self._checks = self._checks, []
+        return checks
 
     def close(self) -> None:
         """Close the clamped copy of the model, if one was made (the caller owns `lm`)."""
@@ -524,17 +537,37 @@ class LlmExtractor:
             self._owned = None
 
     def extract(
-        self, exchange: Exchange, agent_name: str, known_entities: Sequence[str]
+        self,
+        exchange: Exchange,
+        agent_name: str,
+        known_entities: Sequence[str],
+        *,
+        on_tokens: Callable[[int], None] | None = None,
     ) -> list[ExtractedFact]:
+        """The exchange's facts. `on_tokens(n)` follows the streamed reply (an
+        exception it raises, a cancel, abandons the call)."""
         if not exchange.turns:
             return []
+
+        def validate(value: Any) -> CheckedFacts:
+            facts = validate_facts(value, exchange, self.model)
+            checked = check_facts(facts, exchange, agent_name, known_entities)
+            if facts and not checked.facts:
+                said = _memorable_statement(exchange)
+                if said is not None:
+                    # Worth asking again: say what was wrong with each fact.
+                    reasons = "; ".join(dict.fromkeys(v.reason for v in checked.dropped))
+                    raise ValueError(f"no fact survived the checks ({reasons})")
+            return checked
+
         try:
-            return self.lm.structured(
+            checked = self.lm.structured(
                 build_system_prompt(agent_name),
                 build_prompt(exchange, agent_name, known_entities),
                 FACT_SCHEMA,
-                lambda value: validate_facts(value, exchange, self.model),
+                validate,
                 examples=EXAMPLE_TEXTS,
+                on_tokens=on_tokens,
             )
         except LanguageModelError as exc:
             first, last = exchange.turns[0].id, exchange.turns[-1].id
@@ -543,3 +576,5 @@ class LlmExtractor:
             raise ExtractionError(
                 f"could not extract facts from turns {span}{where}: {exc}", kind=exc.kind
             ) from exc
+        self._checks.append(checked)
+        return checked.facts

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import duckdb
 import numpy as np
 
+from core import tags as tagging
 from core.retain.entities import EntityResolver, ResolverSettings
 from core.retain.facts import MAX_UNIT_CHARS, Fact
 from core.retain.links import (
@@ -27,6 +28,7 @@ from core.retain.links import (
     plan_semantic_links,
     plan_temporal_links,
 )
+from core.retain.networks import holder
 from core.retain.opinions import (
     FORMED,
     Assessment,
@@ -35,13 +37,15 @@ from core.retain.opinions import (
     Relation,
     apply_evidence,
     event,
+    evidence_source,
     has_topic,
+    independence,
     load_opinions,
     related_opinions,
 )
 from core.store.bank_store import utcnow
 from core.store.filters import sql_string_list
-from core.types import Document, Network, NewUnit, new_id
+from core.types import Document, Network, NewUnit, Turn, new_id
 
 if TYPE_CHECKING:
     from core.handle import BankHandle
@@ -112,13 +116,14 @@ def plan_document(
     speaker_entities = _resolve_entities(document, facts, resolver)
     hits = _search(run, vectors, excluded)
     existing = _unit_facts(con, {uid for row in hits for uid, _ in row})
+    scopes = _turn_scopes(document)
     units, unit_vectors, merged_sources, merged_mentions = _deduplicate(
-        run, facts, vectors, hits, existing
+        run, facts, vectors, hits, existing, scopes
     )
     survivors = [i for i, f in enumerate(facts) if not f.duplicate]
     links = LinkSet()
     _link(run, con, facts, survivors, unit_vectors, hits, excluded, links)
-    opinions = _opinions(run, con, facts, vectors, units, speaker_entities, replaced)
+    opinions = _opinions(run, con, facts, vectors, units, speaker_entities, replaced, document_id)
     for unit_index, unit in enumerate(units):
         state = opinions.states.get(unit.id)
         if state is not None:
@@ -215,16 +220,42 @@ def _search(
     return out
 
 
+@dataclass(frozen=True)
+class TurnScopes:
+    """The tags and metadata of a document's turns, by turn id: what a unit drawn
+    from some of them inherits (core/tags.py)."""
+
+    by_turn: dict[str, Turn]
+
+    def tags(self, turn_ids: Sequence[str]) -> tuple[str, ...]:
+        return tagging.union(self.by_turn[t].tags for t in turn_ids if t in self.by_turn)
+
+    def metadata(self, turn_ids: Sequence[str]) -> dict[str, str]:
+        turns = sorted((self.by_turn[t] for t in turn_ids if t in self.by_turn), key=_index)
+        return tagging.merged(t.metadata for t in turns)
+
+
+def _index(turn: Turn) -> int:
+    return turn.index
+
+
+def _turn_scopes(document: Document) -> TurnScopes:
+    return TurnScopes({t.id: t for t in document.turns})
+
+
 def _deduplicate(
     run: IngestRun,
     facts: list[Fact],
     vectors: np.ndarray,
     hits: list[list[tuple[str, float]]],
     existing: dict[str, tuple],
+    scopes: TurnScopes,
 ) -> tuple[list[NewUnit], np.ndarray, dict[str, list[str]], list[tuple[str, str, str]]]:
     """Near-identical facts (cosine >= duplicate_similarity, same network, within
     the duplicate window; opinions at any time) merge into one unit: the earlier
-    one, or the existing unit, gains the sources and entities of the later."""
+    one, or the existing unit, gains the sources and entities of the later.
+    Only facts with the same tags merge: one user's fact never becomes visible
+    to another's scope by merging into theirs."""
     threshold = float(run.config["retain.duplicate_similarity"])
     window = timedelta(hours=float(run.config["retain.duplicate_window_hours"]))
 
@@ -238,14 +269,19 @@ def _deduplicate(
     unit_of_fact: dict[int, int] = {}
     merged_sources: dict[str, list[str]] = {}
     merged_mentions: list[tuple[str, str, str]] = []
+    fact_tags = [scopes.tags(f.source_ids) for f in facts]
     for i, fact in enumerate(facts):
         target: str | None = None
         for uid, sim in hits[i]:
             row = existing.get(uid)
             if sim < threshold or row is None:
                 continue
-            network, when, sources = row
-            if network == fact.network and close_in_time(fact.when, when, fact.network):
+            network, when, sources, tags = row
+            if (
+                network == fact.network
+                and tags == frozenset(fact_tags[i])
+                and close_in_time(fact.when, when, fact.network)
+            ):
                 target = uid
                 break
         if target is not None:
@@ -262,8 +298,10 @@ def _deduplicate(
                 if sims[j] < threshold:
                     break
                 other = facts[kept[j]]
-                if other.network == fact.network and close_in_time(
-                    fact.when, other.when, fact.network
+                if (
+                    other.network == fact.network
+                    and set(fact_tags[kept[j]]) == set(fact_tags[i])
+                    and close_in_time(fact.when, other.when, fact.network)
                 ):
                     target = other.unit_id
                     index = unit_of_fact[kept[j]]
@@ -297,6 +335,8 @@ def _deduplicate(
                 source_ids=fact.source_ids,
                 extraction_mode=fact.mode,
                 model=fact.model,
+                tags=fact_tags[i],
+                metadata=scopes.metadata(fact.source_ids),
             )
         )
     dim = vectors.shape[1] if vectors.ndim == 2 else run.bank.store.dim
@@ -370,11 +410,18 @@ def _opinions(
     units: list[NewUnit],
     speaker_entities: frozenset[str],
     replaced: list[str],
+    document_id: str = "",
 ) -> OpinionPlan:
+    """Opinions formed and moved by the document's facts.
+
+    A new opinion that bears on one the bank holds already ("That matches what I
+    thought: …", "I have to revise my opinion: …") is evidence for it, not a second
+    belief: it moves that opinion and is kept as the agent's experience."""
     cfg = run.config
     alpha = float(cfg["retain.opinion_alpha"])
     plan = OpinionPlan(states=load_opinions(con, replaced))
     confidence_of = {u.id: u.confidence for u in units}
+    unit_index = {u.id: i for i, u in enumerate(units)}
     # The people talking: their names are in everything they say or hear, so they
     # are never what an opinion is about for the rules.
     participants = frozenset(sp.casefold() for f in facts for sp in f.speakers)
@@ -382,14 +429,17 @@ def _opinions(
         happened = fact.mentioned_at or fact.occurred_start or utcnow()
         vector = vectors[i]
         topical = frozenset(fact.entity_ids) - speaker_entities
-        own: str | None = None
+        source = evidence_source(holder(fact.speakers), document_id)
         if fact.network is Network.OPINION:
             state = plan.states.get(fact.unit_id)
             if fact.duplicate and state is not None:
                 if not has_topic(state.text, participants):
                     continue  # a repeated reaction ("That's a great pic!") says nothing new
+                heard = state.heard.get(source, 0)
+                weight = independence(heard, True)
                 before = state.confidence
-                state.confidence = apply_evidence(before, Relation.REINFORCE, alpha)
+                state.confidence = apply_evidence(before, Relation.REINFORCE, alpha, weight)
+                state.heard[source] = heard + 1
                 state.touched = True
                 plan.events.append(
                     event(
@@ -398,11 +448,28 @@ def _opinions(
                         before,
                         happened,
                         fact.unit_id,
-                        "the opinion was stated again",
+                        f"the opinion was stated again (independence {weight:.2f})",
+                        strength=1.0,
+                        independence=weight,
                     )
                 )
                 continue
             if not fact.duplicate:
+                moved = _assess(
+                    run, plan, fact, vector, topical, happened, alpha, source, participants
+                )
+                if (moved and Relation.CONTRADICT not in moved) or not has_topic(
+                    fact.text, participants
+                ):
+                    # Evidence for a belief held already, or a stance about nothing
+                    # named ("That changes my view"): the agent's history, no belief.
+                    # A belief that contradicts an earlier one is the revised belief.
+                    fact.network, fact.confidence = Network.EXPERIENCE, None
+                    index = unit_index[fact.unit_id]
+                    units[index] = replace(
+                        units[index], network=Network.EXPERIENCE, confidence=None
+                    )
+                    continue
                 state = OpinionState(
                     id=fact.unit_id,
                     text=fact.text,
@@ -425,13 +492,11 @@ def _opinions(
                         new_text=fact.text,
                     )
                 )
-                own = state.id
-                _assess(run, plan, fact, vector, topical, happened, alpha, own, participants)
                 plan.states[state.id] = state
                 continue
         if fact.duplicate:
             continue  # the same evidence again within the window: counted once
-        _assess(run, plan, fact, vector, topical, happened, alpha, own, participants)
+        _assess(run, plan, fact, vector, topical, happened, alpha, source, participants)
     return plan
 
 
@@ -443,9 +508,10 @@ def _assess(
     topical: frozenset[str],
     happened: datetime,
     alpha: float,
-    exclude: str | None,
+    source: str,
     participants: frozenset[str] = frozenset(),
-) -> None:
+) -> list[Relation]:
+    """Move the opinions `fact` is evidence for; how it moved each."""
     cfg = run.config
     # Who states the fact: of a question and its answer, the one who answers.
     speakers = frozenset(sp.casefold() for sp in fact.speakers[-1:])
@@ -456,11 +522,12 @@ def _assess(
         related_similarity=float(cfg["retain.opinion_related_similarity"]),
         entity_similarity=float(cfg["retain.opinion_entity_similarity"]),
         limit=int(cfg["retain.opinion_candidates"]),
-        exclude=exclude,
+        exclude=fact.unit_id,
         source_ids=frozenset(fact.source_ids),
         speakers=speakers,
         holder_similarity=float(cfg["retain.opinion_holder_similarity"]),
     )
+    moved: list[Relation] = []
     for state, similarity in related:
         shared = bool(state.entity_ids & topical)
         same_holder = bool(state.holders & speakers)
@@ -469,8 +536,13 @@ def _assess(
         )
         if assessment.relation is Relation.NEUTRAL:
             continue
+        heard = state.heard.get(source, 0)
+        free = independence(heard, same_holder)
         before = state.confidence
-        state.confidence = apply_evidence(before, assessment.relation, alpha)
+        state.confidence = apply_evidence(
+            before, assessment.relation, alpha, assessment.strength * free
+        )
+        state.heard[source] = heard + 1
         old_text = new_text = None
         if assessment.new_text:
             old_text, new_text = state.text, assessment.new_text[:MAX_UNIT_CHARS]
@@ -478,6 +550,7 @@ def _assess(
             state.vector = run.embed([new_text])[0]
             state.text_changed = True
         state.touched = True
+        moved.append(assessment.relation)
         plan.events.append(
             event(
                 state,
@@ -485,11 +558,14 @@ def _assess(
                 before,
                 happened,
                 fact.unit_id,
-                assessment.reason,
+                f"{assessment.reason}; strength {assessment.strength:.2f}, independence {free:.2f}",
                 old_text,
                 new_text,
+                strength=assessment.strength,
+                independence=free,
             )
         )
+    return moved
 
 
 # -- reads used by the plan -------------------------------------------------------------
@@ -500,11 +576,11 @@ def _unit_facts(con: duckdb.DuckDBPyConnection, ids: set[str]) -> dict[str, tupl
     if not ids:
         return {}
     rows = con.execute(
-        "SELECT id, network, coalesce(occurred_start, mentioned_at), source_ids FROM units"
+        "SELECT id, network, coalesce(occurred_start, mentioned_at), source_ids, tags FROM units"
         " WHERE id IN (SELECT unnest(?))",
         [sorted(ids)],
     ).fetchall()
-    return {r[0]: (Network(r[1]), r[2], list(r[3] or ())) for r in rows}
+    return {r[0]: (Network(r[1]), r[2], list(r[3] or ()), frozenset(r[4] or ())) for r in rows}
 
 
 def _recent_by_entity(

@@ -1,6 +1,6 @@
 """The FastAPI app: Hindsight's paths under `/v1/default/...`, Engram's own under
-`/engram/v1/...`, MCP (streamable HTTP) under `/mcp`; the same bearer tokens for
-all (the default one and the named ones: core/server/token.py).
+`/engram/v1/...`, MCP (streamable HTTP) at `/mcp` and `/mcp/{bank}/`; the same bearer
+tokens for all (the default one and the named ones: core/server/token.py).
 
 Route handlers are plain `def`s: FastAPI runs them in its thread pool, so an
 engine call never blocks the event loop. Writes take the bank's lock from
@@ -15,9 +15,18 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from core.server import routes_activity, routes_cli, routes_engram, routes_hindsight
-from core.server.errors import engram_error
+from core.server import (
+    routes_activity,
+    routes_cli,
+    routes_engram,
+    routes_hindsight,
+    routes_hindsight_more,
+)
+from core.server.api_docs import PublicDocs
+from core.server.calls import Downloads, LongCalls
+from core.server.errors import engram_error, http_error
 from core.server.guard import Guard
 from core.server.operations import Operations
 from core.server.served import ServedBanks
@@ -40,11 +49,12 @@ def create_app(
     from core.server.version import ENGRAM_VERSION
 
     operations = Operations(served)
+    calls, downloads = LongCalls(), Downloads()
     mcp_app = None
     if mcp:
         from core.server.mcp_tools import streamable_http_app
 
-        mcp_app, mcp_session = streamable_http_app(served)
+        mcp_app, mcp_session = streamable_http_app(served, operations)
 
     async def lifespan(_app):
         if mcp_app is None:
@@ -52,7 +62,9 @@ def create_app(
         else:
             async with mcp_session():
                 yield
+        calls.cancel_all()
         operations.shutdown()
+        downloads.close()
 
     app = FastAPI(
         title=API_TITLE,
@@ -61,18 +73,26 @@ def create_app(
         "own extensions under /engram/v1. Every request carries "
         "`Authorization: Bearer <token>`.",
         lifespan=lifespan,
+        # Swagger and ReDoc load their code from a CDN: core/server/api_docs.py serves
+        # /docs offline instead.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.served = served
     app.state.operations = operations
     # Set as the server stops: long-lived responses (the activity stream) end then.
     app.state.stopping = threading.Event()
+    app.state.calls = calls
+    app.state.downloads = downloads
     app.add_exception_handler(EngramError, engram_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.include_router(routes_engram.router)
     app.include_router(routes_activity.router)
-    app.include_router(routes_cli.router)  # what routed `engram` commands call
+    app.include_router(routes_cli.router)  # what RemoteBank and routed commands call
     app.include_router(routes_hindsight.router)
-    app.include_router(routes_hindsight.unsupported)
+    app.include_router(routes_hindsight_more.router)
+    app.include_router(routes_hindsight_more.unsupported)  # last: a 501 for the rest
     if mcp_app is not None:
         # Mounted at the root, after every route: it answers `/mcp` only.
         app.mount("/", mcp_app)
@@ -83,6 +103,8 @@ def create_app(
         max_body_bytes=max_body_bytes,
         limits={routes_engram.SNAPSHOT_IMPORT_SUFFIX: max_snapshot_bytes},
     )
+    # Outside the token check: the docs to a browser on this machine (no bank data).
+    app.add_middleware(PublicDocs, openapi=app.openapi)
     return app
 
 

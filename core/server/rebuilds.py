@@ -17,6 +17,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
+from core.context import ENGINE_CALLER, acting_as
 from core.progress import CancelToken
 from core.types import BankNotFoundError, CancelledError
 
@@ -35,7 +36,13 @@ class ObservationRebuilds:
         self._cond = threading.Condition()
         self._cancel = CancelToken()
         self._closing = False
+        self._running = False
         self._thread: threading.Thread | None = None
+
+    def busy(self) -> bool:
+        """Whether a rebuild runs or waits to."""
+        with self._cond:
+            return self._running or bool(self._wanted)
 
     def trigger(self, bank_name: str) -> bool:
         """Rebuild `bank_name`'s pending observations soon; False once closing."""
@@ -73,11 +80,17 @@ class ObservationRebuilds:
                     return
                 name = next(iter(self._wanted))
                 del self._wanted[name]
-            self._rebuild(name)
+                self._running = True
+            try:
+                self._rebuild(name)
+            finally:
+                with self._cond:
+                    self._running = False
 
     def _rebuild(self, name: str) -> None:
         try:
-            with self._served.using(name) as bank:
+            # The engine's own upkeep: the journal says so, whoever queued it.
+            with acting_as(ENGINE_CALLER), self._served.using(name) as bank:
                 if bank.closed:
                     return  # deleted or closed while this waited for its lock
                 report = bank.rebuild_observations(cancel=self._cancel)

@@ -23,7 +23,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from core.journal import KINDS
+from core import ACTIVITY_KINDS as KINDS
 from core.server.routes_hindsight import Served
 
 router = APIRouter(prefix="/engram/v1", tags=["Activity"])

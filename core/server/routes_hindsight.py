@@ -2,8 +2,15 @@
 
 A Hindsight `bank_id` is an Engram bank's name. What both systems have is
 answered in Hindsight's shapes; what only Hindsight has (mental models,
-directives, tags, the knowledge base, webhooks, files...) is a 501 naming it,
-and a request field Engram cannot honour is a 422 naming the field.
+directives, the knowledge base, webhooks, files...) is a 501 naming it
+(routes_hindsight_more.py), and a request field Engram cannot honour is a 422
+naming the field. Where Hindsight does something Engram does better, the
+difference is in docs/server.md.
+
+As in Hindsight, a bank comes into being on its first retain, and every read
+of a bank that does not exist is a 404 — except reflect, which answers that
+there is nothing to answer from (Hindsight creates the bank there; a typo in a
+bank id should not leave an empty bank behind).
 """
 
 from __future__ import annotations
@@ -13,21 +20,30 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
+from core import tags as tagging
 from core.bank import Bank
 from core.config import checked_changes
 from core.server import models as m
-from core.server.errors import not_found, not_supported, refuse
+from core.server.errors import field_error, not_found, not_supported, refuse
+from core.server.memory_views import UnitViews, iso, turn_text
 from core.server.operations import Operation, Operations
 from core.server.retain import check_request, retain
 from core.server.served import ServedBanks
 from core.server.version import ENGRAM_VERSION, HINDSIGHT_API_VERSION
-from core.types import BankNotFoundError, Disposition, EngramError, Network, UnitStatus
+from core.types import (
+    BankNotFoundError,
+    Disposition,
+    EngramError,
+    InvalidInputError,
+    Network,
+    UnitStatus,
+)
 from core.vocabulary import NETWORKS
 
 router = APIRouter()
-unsupported = APIRouter()
 BANK = "/v1/default/banks/{bank_id}"
 LEVEL_TOKENS = {"low": 2048, "mid": 4096, "high": 8192}
+INVALIDATED = (UnitStatus.HIDDEN, UnitStatus.RETRACTED)
 
 
 def served_banks(request: Request) -> ServedBanks:
@@ -40,10 +56,16 @@ def operations(request: Request) -> Operations:
 
 Served = Annotated[ServedBanks, Depends(served_banks)]
 Ops = Annotated[Operations, Depends(operations)]
+TagsQuery = Annotated[list[str] | None, Query(description="only memories these tags let through")]
+TagsMatchQuery = Annotated[m.TagsMatch, Query(description="how `tags` match (see recall)")]
 
 
-def iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
+def query_scope(tags: list[str] | None, match: str) -> tagging.TagScope | None:
+    """A tag scope from query parameters (422 naming `tags` when they are bad)."""
+    try:
+        return tagging.scope_of(tagging.check_tags(tags, "tags"), match)
+    except InvalidInputError as error:
+        raise field_error("tags", str(error), "query") from None
 
 
 # -- monitoring -----------------------------------------------------------------------
@@ -82,7 +104,7 @@ def traits(disposition: Disposition) -> m.DispositionTraits:
 def profile_of(bank: Bank) -> m.BankProfileResponse:
     profile = bank.profile()
     return m.BankProfileResponse(
-        bank_id=bank.name,
+        bank_id=bank.id,
         name=profile.agent_name or bank.name,
         disposition=traits(profile.disposition),
         mission=profile.background,
@@ -97,33 +119,35 @@ def list_banks(
     limit: Annotated[int, Query(ge=0)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> m.BankListResponse:
-    names = [n for n in served.names() if not q or q.lower() in n.lower()]
-    created = {info.name: info.created_at for info in served.engine.banks()}
+    infos = [i for i in served.infos() if not q or q.lower() in f"{i.id} {i.name}".lower()]
     items = []
-    for name in names[offset : offset + limit]:
+    for info in infos[offset : offset + limit]:
         try:
-            bank = served.get(name)
+            bank = served.get(info.id)
         except BankNotFoundError:
             continue  # deleted meanwhile
         except EngramError:  # held by another process: listed, not described
             items.append(
                 m.BankListItem(
-                    bank_id=name, disposition=traits(Disposition()), created_at=created.get(name)
+                    bank_id=info.id,
+                    name=info.name,
+                    disposition=traits(Disposition()),
+                    created_at=info.created_at,
                 )
             )
             continue
         profile = bank.profile()
         items.append(
             m.BankListItem(
-                bank_id=name,
-                name=profile.agent_name or name,
+                bank_id=info.id,
+                name=profile.agent_name or info.name,
                 disposition=traits(profile.disposition),
                 mission=profile.background,
-                created_at=created.get(name),
+                created_at=info.created_at,
                 fact_count=bank.count(),
             )
         )
-    return m.BankListResponse(banks=items, total=len(names), limit=limit, offset=offset)
+    return m.BankListResponse(banks=items, total=len(infos), limit=limit, offset=offset)
 
 
 CREATE_REFUSALS = {
@@ -170,12 +194,7 @@ def create_or_update_bank(
     bank_id: str, body: m.CreateBankRequest, served: Served
 ) -> m.BankProfileResponse:
     _profile_update(body, Disposition())  # refuse what Engram cannot honour before creating
-    try:
-        served.get(bank_id)
-    except BankNotFoundError:
-        if not served.open_on_demand and bank_id in {i.name for i in served.engine.banks()}:
-            raise  # on disk, but this process does not serve it
-        served.create(bank_id)
+    served.get_or_create(bank_id)
     return _update_profile(served, bank_id, body)
 
 
@@ -189,7 +208,7 @@ def _update_profile(served: ServedBanks, bank_id: str, body: m.CreateBankRequest
         update = _profile_update(body, bank.profile().disposition)
         if update:
             change = bank.set_profile(**update)
-            served.changed(bank.name, change)
+            served.changed(bank.id, change)
         return profile_of(bank)
 
 
@@ -209,15 +228,12 @@ def get_profile(bank_id: str, served: Served) -> m.BankProfileResponse:
 def update_disposition(
     bank_id: str, body: m.UpdateDispositionRequest, served: Served
 ) -> m.BankProfileResponse:
+    served.get_or_create(bank_id)  # as Hindsight: setting a profile makes the bank
     with served.using(bank_id) as bank:
         current = bank.profile().disposition
         new = Disposition(**{**current.to_dict(), **body.disposition.model_dump()})
-        served.changed(bank.name, bank.set_profile(disposition=new))
+        served.changed(bank.id, bank.set_profile(disposition=new))
         return profile_of(bank)
-
-
-def _overrides(bank: Bank) -> dict[str, Any]:
-    return dict(bank.store.meta("profile", {}).get("config", {}))
 
 
 def config_of(bank: Bank) -> m.BankConfigResponse:
@@ -226,7 +242,7 @@ def config_of(bank: Bank) -> m.BankConfigResponse:
     for trait, value in profile.disposition.to_dict().items():
         config[f"disposition_{trait}"] = value
     config["reflect_mission"] = profile.background
-    return m.BankConfigResponse(bank_id=bank.name, config=config, overrides=_overrides(bank))
+    return m.BankConfigResponse(bank_id=bank.id, config=config, overrides=bank.config_overrides())
 
 
 @router.get(BANK + "/config", response_model=m.BankConfigResponse, tags=["Banks"])
@@ -239,6 +255,7 @@ def update_config(bank_id: str, body: m.BankConfigUpdate, served: Served) -> m.B
     """Engram's settings by their keys (`recall.rrf_k`...), plus Hindsight's
     `disposition_*` and `reflect_mission`; any other key is a 422."""
     updates = dict(body.updates)
+    served.get_or_create(bank_id)  # as Hindsight: configuring a bank makes it
     with served.using(bank_id) as bank:
         profile = bank.profile()
         disposition = profile.disposition.to_dict()
@@ -256,17 +273,8 @@ def update_config(bank_id: str, body: m.BankConfigUpdate, served: Served) -> m.B
                 config=checked_changes(updates) or None,  # stored typed: "false" is False
             )
         except (KeyError, ValueError, TypeError) as error:
-            raise HTTPException(
-                422,
-                [
-                    {
-                        "loc": ["body", "updates"],
-                        "msg": str(error).strip("'\""),
-                        "type": "value_error",
-                    }
-                ],
-            ) from error
-        served.changed(bank.name, change)
+            raise field_error("updates", str(error).strip("'\"")) from error
+        served.changed(bank.id, change)
         return config_of(bank)
 
 
@@ -274,46 +282,27 @@ def update_config(bank_id: str, body: m.BankConfigUpdate, served: Served) -> m.B
 def reset_config(bank_id: str, served: Served) -> m.BankConfigResponse:
     """Drop the bank's setting overrides (its disposition and background stay)."""
     with served.using(bank_id) as bank:
-        stored = dict(bank.store.meta("profile", {}))
-        if stored.pop("config", None) is not None:
-            with bank.store.transaction() as tx:
-                bank.store.set_meta(tx.con, "profile", stored)
-            from core.types import Change, Kind
-
-            served.changed(bank.name, Change.of(updated={Kind.PROFILE: [bank.name]}))
+        served.changed(bank.id, bank.reset_config())
         return config_of(bank)
 
 
 @router.get(BANK + "/stats", response_model=m.BankStatsResponse, tags=["Banks"])
 def stats(bank_id: str, served: Served, ops: Ops) -> m.BankStatsResponse:
     bank = served.get(bank_id)
-    con = bank.store.reader()
-    by_network = {str(n): bank.count(n) for n in Network}
-    # Each link is stored in both directions.
-    by_kind = {
-        kind: count // 2
-        for kind, count in con.execute("SELECT kind, count(*) FROM links GROUP BY kind").fetchall()
-    }
-    by_fact = {
-        network: count // 2
-        for network, count in con.execute(
-            "SELECT u.network, count(*) FROM links l JOIN units u ON u.id = l.source"
-            " GROUP BY u.network"
-        ).fetchall()
-    }
+    counted = bank.stats()
     return m.BankStatsResponse(
-        bank_id=bank.name,
-        total_nodes=sum(by_network.values()),
-        total_links=sum(by_kind.values()),
-        total_documents=len(bank.documents()),
-        nodes_by_fact_type=by_network,
-        links_by_link_type=by_kind,
-        links_by_fact_type=by_fact,
+        bank_id=bank.id,
+        total_nodes=counted.total_units,
+        total_links=counted.total_links,
+        total_documents=counted.documents,
+        nodes_by_fact_type=dict(counted.units),
+        links_by_link_type=dict(counted.links),
+        links_by_fact_type=dict(counted.links_by_network),
         links_breakdown={},
-        pending_operations=ops.pending(bank.name),
-        failed_operations=ops.failed(bank.name),
-        pending_consolidation=bank.pending_jobs(),
-        total_observations=by_network["observation"],
+        pending_operations=ops.pending(bank.id),
+        failed_operations=ops.failed(bank.id),
+        pending_consolidation=counted.pending_jobs,
+        total_observations=counted.units.get("observation", 0),
     )
 
 
@@ -325,9 +314,12 @@ def retain_memories(
     bank_id: str, body: m.RetainRequest, served: Served, ops: Ops
 ) -> m.RetainResponse:
     """Retain items. Synchronous: answers once every document is committed.
-    With `"async": true`: answers at once with an `operation_id` to poll."""
+    With `"async": true`: answers at once with an `operation_id` to poll. The
+    bank is created on its first retain. An item without a timestamp was said
+    at the time of the request: relative times in it ("yesterday") are read
+    against that."""
     mode = check_request(body)
-    name = served.get(bank_id).name
+    name = served.get_or_create(bank_id).id
 
     def work() -> dict[str, Any]:
         with served.using(name) as bank:
@@ -356,7 +348,7 @@ def retain_memories(
     )
 
 
-def _status(op: Operation) -> m.OperationStatusResponse:
+def status_of(op: Operation) -> m.OperationStatusResponse:
     return m.OperationStatusResponse(
         operation_id=op.id,
         status=op.status,
@@ -377,10 +369,10 @@ def _status(op: Operation) -> m.OperationStatusResponse:
 def operation_status(
     bank_id: str, operation_id: str, served: Served, ops: Ops
 ) -> m.OperationStatusResponse:
-    op = ops.get(served.get(bank_id).name, operation_id)
+    op = ops.get(served.get(bank_id).id, operation_id)
     if op is None:
         raise not_found(f"no operation {operation_id!r} in bank {bank_id!r}")
-    return _status(op)
+    return status_of(op)
 
 
 @router.get(BANK + "/operations", response_model=m.OperationsListResponse, tags=["Operations"])
@@ -392,7 +384,7 @@ def list_operations(
     limit: Annotated[int, Query(ge=0)] = 20,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> m.OperationsListResponse:
-    name = served.get(bank_id).name
+    name = served.get(bank_id).id
     found = [o for o in reversed(ops.of_bank(name)) if status is None or o.status == status]
     return m.OperationsListResponse(
         bank_id=name,
@@ -416,39 +408,20 @@ def list_operations(
 # -- recall and reflect ---------------------------------------------------------------
 
 RECALL_REFUSALS = {
-    "tags": "Engram has no tags",
-    "tag_groups": "Engram has no tags",
     "min_scores": "Engram packs by rank within max_tokens, without score floors",
     "temporal_window": "give the time in the query, or use /engram/v1 recall's start/end",
     "prefer_observations": "Engram recalls the networks named in `types`",
 }
 
 
-def entity_names(bank: Bank, ids: set[str]) -> dict[str, str]:
-    if not ids:
-        return {}
-    rows = (
-        bank.store.reader()
-        .execute("SELECT id, name FROM entities WHERE id IN (SELECT unnest(?))", [sorted(ids)])
-        .fetchall()
-    )
-    return dict(rows)
-
-
 @router.post(BANK + "/memories/recall", response_model=m.RecallResponse, tags=["Memory"])
 def recall(bank_id: str, body: m.RecallRequest, served: Served) -> m.RecallResponse:
     """Engram's recall: `budget` is how many candidates each channel returns
-    (low/mid/high), `max_tokens` the token budget the facts are packed into."""
+    (low/mid/high), `max_tokens` the token budget the facts are packed into.
+    `tags` are a filter before retrieval, in every channel."""
     refuse(body.model_dump(), RECALL_REFUSALS)
-    include = body.include or m.IncludeOptions()
-    refuse(
-        include.model_dump(),
-        {
-            "chunks": "source turns come with /engram/v1 recall and the documents API",
-            "source_facts": "Engram's observations name their entities, not source facts",
-        },
-        where="include",
-    )
+    include = body.include
+    scope = body.tag_scope()
     bank = served.get(bank_id)
     observation_budget = 0
     if include.entities is not None:
@@ -460,42 +433,106 @@ def recall(bank_id: str, body: m.RecallRequest, served: Served) -> m.RecallRespo
         now=body.query_timestamp,
         level=body.budget,
         observation_budget=observation_budget,
+        tags=scope,
     )
-    names = entity_names(bank, {e for item in result.items for e in item.entity_ids})
+    ids = [item.unit_id for item in result.items]
+    observations = list(result.observations)
+    views = UnitViews.of_ids(bank, ids + [o.unit_id for o in observations])
+    with_sources = include.source_facts is not None
     results = [
-        m.RecallResult(
-            id=item.unit_id,
-            text=item.text,
-            type=item.network,
-            entities=[names[e] for e in item.entity_ids if e in names],
-            occurred_start=iso(item.occurred_start),
-            occurred_end=iso(item.occurred_end),
-            score=item.score,
-        )
+        views.recall_result(views.units[item.unit_id], item.score, with_sources)
         for item in result.items
+        if item.unit_id in views.units
     ]
-    entities = None
-    if include.entities is not None:
-        entities = {}
-        for obs in result.observations:
-            for entity_id in obs.entity_ids:
-                name = names.get(entity_id) or entity_names(bank, {entity_id}).get(entity_id, "")
-                entities[name] = {
-                    "entity_id": entity_id,
-                    "canonical_name": name,
-                    "observations": [{"text": obs.text}],
-                }
-    return m.RecallResponse(
-        results=results, trace=result.trace.to_dict() if body.trace else None, entities=entities
+    response = m.RecallResponse(
+        results=results, trace=result.trace.to_dict() if body.trace else None
     )
+    if include.entities is not None:
+        response.entities = _entity_states(views, observations)
+    if include.chunks is not None:
+        response.chunks = _chunks(bank, views, ids, include.chunks.max_tokens or 8192)
+    if with_sources:
+        response.source_facts, response.source_facts_truncated = _source_facts(
+            bank, views, results, include.source_facts
+        )
+    return response
+
+
+def _entity_states(views: UnitViews, observations) -> dict[str, m.EntityState]:
+    states: dict[str, m.EntityState] = {}
+    for item in observations:
+        unit = views.units.get(item.unit_id)
+        if unit is None:
+            continue
+        for entity_id in unit.entity_ids:
+            name = views.names.get(entity_id, entity_id)
+            state = states.setdefault(
+                name, m.EntityState(entity_id=entity_id, canonical_name=name, observations=[])
+            )
+            state.observations.append(
+                m.EntityObservationResponse(text=unit.text, mentioned_at=iso(unit.mentioned_at))
+            )
+    return states
+
+
+def _count(bank: Bank, texts: list[str]) -> list[int]:
+    return bank.count_tokens(texts)
+
+
+def _chunks(bank: Bank, views: UnitViews, ids: list[str], budget: int) -> dict[str, m.ChunkData]:
+    """The source turns of the results, in result order, within `budget` tokens
+    (the one that crosses it is cut and marked truncated)."""
+    chunks: dict[str, m.ChunkData] = {}
+    turns = [
+        (cid, turn)
+        for uid in ids
+        if uid in views.units
+        for cid, turn in views.chunks(views.units[uid])
+    ]
+    turns = [(cid, t) for n, (cid, t) in enumerate(turns) if cid not in {c for c, _ in turns[:n]}]
+    texts = [turn_text(t) for _, t in turns]
+    left = budget
+    for (cid, turn), text, size in zip(turns, texts, _count(bank, texts), strict=True):
+        if left <= 0:
+            break
+        truncated = size > left
+        if truncated:
+            text = " ".join(text.split()[: max(1, int(left * 0.75))]) + " …"
+        chunks[cid] = m.ChunkData(id=cid, text=text, chunk_index=turn.index, truncated=truncated)
+        left -= size
+    return chunks
+
+
+def _source_facts(
+    bank: Bank, views: UnitViews, results: list[m.RecallResult], options: m.IncludeMaxTokens
+) -> tuple[dict[str, m.RecallResult], bool]:
+    wanted = list(dict.fromkeys(s for r in results for s in (r.source_fact_ids or ())))
+    if not wanted:
+        return {}, False
+    facts = UnitViews.of_ids(bank, wanted)
+    budget = options.max_tokens if options.max_tokens not in (None, -1) else None
+    per = options.max_tokens_per_observation
+    per = per if per not in (None, -1) else None
+    ordered = [facts.units[i] for i in wanted if i in facts.units]
+    sizes = _count(bank, [u.text for u in ordered])
+    used_by: dict[str, int] = {}
+    owner = {s: r.id for r in results for s in (r.source_fact_ids or ())}
+    out: dict[str, m.RecallResult] = {}
+    used, truncated = 0, False
+    for unit, size in zip(ordered, sizes, strict=True):
+        observation = owner.get(unit.id, "")
+        if (budget is not None and used + size > budget) or (
+            per is not None and used_by.get(observation, 0) + size > per
+        ):
+            truncated = True
+            continue
+        used += size
+        used_by[observation] = used_by.get(observation, 0) + size
+        out[unit.id] = facts.recall_result(unit, None, False)
+    return out, truncated
 
 
 REFLECT_REFUSALS = {
-    "context": "put it in the query",
-    "max_tokens": "the answer's length is up to the bank's language model",
-    "response_schema": "Engram answers in text",
-    "tags": "Engram has no tags",
-    "tag_groups": "Engram has no tags",
     "fact_types": "Engram's reflect weighs every network",
     "exclude_mental_model_ids": "Engram has no mental models",
     "reflect_search_observations_max_tokens": "Engram's reflect has one evidence budget",
@@ -505,29 +542,64 @@ REFLECT_REFUSALS = {
 @router.post(BANK + "/reflect", response_model=m.ReflectResponse, tags=["Memory"])
 def reflect(bank_id: str, body: m.ReflectRequest, served: Served) -> m.ReflectResponse:
     """Answer from memory under the bank's disposition; the reflection is kept
-    and the opinions it forms are applied (as Hindsight's reflect does).
-    `budget` is the evidence budget (low 2048, mid 4096, high 8192 tokens)."""
+    and the opinions it forms are applied. `budget` is the evidence budget (low
+    2048, mid 4096, high 8192 tokens), `max_tokens` the answer's length, `tags`
+    the scope of the evidence, `context` the asker's situation. With a
+    `response_schema` the answer also comes as `structured_output` (see
+    docs/server.md for what happens without a language model). A bank that does
+    not exist has nothing to answer from: that is the answer, and no bank is made."""
     refuse(body.model_dump(), REFLECT_REFUSALS)
     if body.include is not None and body.include.tool_calls is not None:
         raise not_supported("tool_calls", "Engram's reflect makes no tool calls", "include")
+    scope = body.tag_scope()
+    if body.response_schema is not None:
+        from core import check_response_schema
+
+        try:
+            check_response_schema(body.response_schema)
+        except InvalidInputError as error:
+            raise field_error("response_schema", str(error)) from None
+    try:
+        served.get(bank_id)
+    except BankNotFoundError:
+        return m.ReflectResponse(
+            text=f"I have no memories in bank {bank_id!r} (it does not exist yet; its first "
+            "retain creates it), so there is nothing to answer from.",
+            based_on=m.ReflectBasedOn() if _wants_facts(body) else None,
+            mode="empty",
+        )
     with served.using(bank_id) as bank:
-        reflection = bank.reflect(body.query, budget_tokens=LEVEL_TOKENS[body.budget], commit=False)
+        reflection = bank.reflect(
+            body.query,
+            budget_tokens=LEVEL_TOKENS[body.budget],
+            commit=False,
+            tags=scope,
+            context=body.context,
+            max_tokens=body.max_tokens,
+        )
         change = bank.commit_reflection(reflection)
-    served.changed(bank.name, change)
-    based_on = None
-    if body.include is not None and body.include.facts is not None:
-        based_on = m.ReflectBasedOn(
+    served.changed(bank.id, change)
+    response = m.ReflectResponse(
+        text=reflection.answer, reflection_id=reflection.id, mode=reflection.mode
+    )
+    if _wants_facts(body):
+        views = UnitViews.of_ids(bank, [e.unit_id for e in reflection.evidence])
+        response.based_on = m.ReflectBasedOn(
             memories=[
-                m.ReflectFact(id=e.unit_id, text=e.text, type=e.network)
+                views.reflect_fact(views.units[e.unit_id])
                 for e in reflection.evidence
+                if e.unit_id in views.units
             ]
         )
-    return m.ReflectResponse(
-        text=reflection.answer,
-        based_on=based_on,
-        reflection_id=reflection.id,
-        mode=reflection.mode,
-    )
+    if body.response_schema is not None:
+        response.structured_output, response.structured_output_error = bank.structured_output(
+            reflection, body.response_schema
+        )
+    return response
+
+
+def _wants_facts(body: m.ReflectRequest) -> bool:
+    return body.include is not None and body.include.facts is not None
 
 
 # -- memories -------------------------------------------------------------------------
@@ -547,16 +619,16 @@ def list_memories(
     offset: Annotated[int, Query(ge=0)] = 0,
     document_id: str | None = None,
     state: Literal["valid", "invalidated"] | None = None,
-    tags: Annotated[list[str] | None, Query()] = None,
-    tags_match: str | None = None,
+    tags: TagsQuery = None,
+    tags_match: TagsMatchQuery = "any",
     consolidation_state: str | None = None,
 ) -> m.ListMemoryUnitsResponse:
     """Units, most recent occurrence first. `time_field` may only be
     `occurred_start` (a window over when facts happened); `state=invalidated`
-    lists retracted units."""
+    lists the hidden and retracted units; `tags` filter as in recall."""
     refuse(
-        {"tags": tags, "consolidation_state": consolidation_state},
-        {"tags": "Engram has no tags", "consolidation_state": "Engram queues observation jobs"},
+        {"consolidation_state": consolidation_state},
+        {"consolidation_state": "Engram queues observation jobs"},
         where="query",
     )
     bank = served.get(bank_id)
@@ -566,55 +638,165 @@ def list_memories(
         "entity": entity_id,
         "start": start_date,
         "end": end_date,
-        "status": UnitStatus.RETRACTED if state == "invalidated" else UnitStatus.ACTIVE,
+        "status": INVALIDATED if state == "invalidated" else UnitStatus.ACTIVE,
+        "tags": query_scope(tags, tags_match),
+        "document": document_id,
     }
-    if document_id is not None:
-        from core.retain.documents import units_of
-
-        filters["ids"] = units_of(bank.store.reader(), document_id)
     units = bank.units(
         order="occurred_start", descending=True, offset=offset, limit=limit, **filters
     )
     total = bank.count(**filters)
-    names = entity_names(bank, {e for u in units for e in u.entity_ids})
+    views = UnitViews(bank, units)
     return m.ListMemoryUnitsResponse(
-        items=[_memory_item(u, names) for u in units], total=total, limit=limit, offset=offset
+        items=[views.list_item(u) for u in units], total=total, limit=limit, offset=offset
     )
 
 
-def _memory_item(unit, names: dict[str, str]) -> m.MemoryUnitListItem:
-    return m.MemoryUnitListItem(
-        id=unit.id,
-        text=unit.text,
-        date=iso(unit.occurred_start or unit.mentioned_at or unit.created_at),
-        fact_type=str(unit.network),
-        mentioned_at=iso(unit.mentioned_at),
-        occurred_start=iso(unit.occurred_start),
-        occurred_end=iso(unit.occurred_end),
-        entities=", ".join(names[e] for e in unit.entity_ids if e in names) or None,
-        state="invalidated" if unit.status is UnitStatus.RETRACTED else "valid",
-        updated_at=iso(unit.updated_at),
-    )
+def _unit(bank: Bank, memory_id: str):
+    found = bank.units_by_id([memory_id]).get(memory_id)
+    if found is None:
+        raise not_found(f"no memory {memory_id!r} in bank {bank.name!r}")
+    return found
 
 
-@router.get(BANK + "/memories/{memory_id}", tags=["Memory"])
-def get_memory(bank_id: str, memory_id: str, served: Served) -> dict[str, Any]:
-    """One unit with its entities and the turns it was drawn from."""
-    bank = served.get(bank_id)
-    try:
-        unit = bank.unit(memory_id)
-    except EngramError as error:
-        raise not_found(str(error)) from error
-    names = entity_names(bank, set(unit.entity_ids))
+def memory_detail(bank: Bank, memory_id: str) -> dict[str, Any]:
+    """One unit with its entities, tags, metadata and the turns it was drawn from."""
+    unit = _unit(bank, memory_id)
+    views = UnitViews(bank, [unit])
     return {
-        **_memory_item(unit, names).model_dump(),
-        "entities": [names[e] for e in unit.entity_ids if e in names],
+        **views.list_item(unit).model_dump(),
+        "type": str(unit.network),
+        "entities": views.entity_list(unit),
         "confidence": unit.confidence,
         "source_turns": [
             {"id": t.id, "speaker": t.speaker, "text": t.text, "timestamp": iso(t.timestamp)}
             for t in bank.provenance(memory_id)
         ],
     }
+
+
+@router.get(BANK + "/memories/{memory_id}", tags=["Memory"])
+def get_memory(bank_id: str, memory_id: str, served: Served) -> dict[str, Any]:
+    """One unit with its entities, tags, metadata and the turns it was drawn from."""
+    return memory_detail(served.get(bank_id), memory_id)
+
+
+def _time(field: str, value: str | None) -> datetime | None:
+    if value in (None, ""):
+        return None
+    parsed = m.timestamp_value(value)
+    if not isinstance(parsed, datetime):
+        raise field_error(field, "an ISO 8601 time, or '' to clear it")
+    from core.timeparse import naive_utc
+
+    return naive_utc(parsed)
+
+
+@router.patch(BANK + "/memories/{memory_id}", tags=["Memory"])
+def update_memory(
+    bank_id: str, memory_id: str, body: m.UpdateMemoryRequest, served: Served
+) -> dict[str, Any]:
+    """Correct a memory (text, occurrence times, network, entities) or take it
+    out of use (`state: "invalidated"`, reversible with `"valid"`): the same
+    audited, undoable curation the studio uses (`POST /engram/v1/banks/{bank}/undo`)."""
+    with served.using(bank_id) as bank:
+        unit = _unit(bank, memory_id)
+        change = None
+        edits: dict[str, Any] = {}
+        given = body.model_fields_set
+        if body.text is not None:
+            edits["text"] = body.text
+        if body.fact_type is not None:
+            edits["network"] = body.fact_type
+        for field in ("occurred_start", "occurred_end"):
+            if field in given:
+                edits[field] = _time(field, getattr(body, field))
+        if body.entities is not None:
+            edits["entity_ids"] = [_entity_id(bank, name) for name in body.entities]
+        if edits:
+            change = bank.edit_unit(memory_id, **edits)
+        if body.state == "invalidated" and unit.status is UnitStatus.ACTIVE:
+            change = (change or _empty()) | bank.hide_units([memory_id], reason=body.reason)
+        elif body.state == "valid" and unit.status is UnitStatus.HIDDEN:
+            change = (change or _empty()) | bank.unhide_units([memory_id], reason=body.reason)
+        elif body.state == "valid" and unit.status is UnitStatus.RETRACTED:
+            raise HTTPException(
+                409,
+                f"memory {memory_id!r} was retracted with an entity: restore the entity "
+                "(POST /engram/v1/banks/{bank}/entities/{id}/restore)",
+            )
+    if change is not None:
+        served.changed(bank.id, change)
+    return memory_detail(bank, memory_id)
+
+
+def _empty():
+    from core.types import Change
+
+    return Change()
+
+
+def _entity_id(bank: Bank, name: str) -> str:
+    try:
+        return bank.resolve_entity(name)
+    except EngramError as error:
+        raise field_error("entities", f"{error} (name an entity the bank has)") from None
+
+
+@router.get(BANK + "/memories/{memory_id}/history", tags=["Memory"])
+def memory_history(bank_id: str, memory_id: str, served: Served) -> dict[str, Any]:
+    """What curation did to this memory (newest first) and, for an opinion, how
+    its confidence moved."""
+    bank = served.get(bank_id)
+    unit = _unit(bank, memory_id)
+    entries = bank.audit(target=memory_id, limit=None)
+    out: dict[str, Any] = {
+        "memory_id": memory_id,
+        "type": str(unit.network),
+        "history": [
+            {
+                "seq": e.seq,
+                "at": iso(e.recorded_at),
+                "actor": e.actor,
+                "action": e.action,
+                "before": e.before,
+                "after": e.after,
+                "undone": e.undone,
+            }
+            for e in entries
+        ],
+    }
+    if unit.network is Network.OPINION:
+        trajectory = bank.opinion_history(memory_id)
+        out["confidence"] = [
+            {
+                "at": iso(step.event.happened_at),
+                "relation": step.event.relation,
+                "before": step.event.confidence_before,
+                "after": step.event.confidence_after,
+                "reason": step.event.reason,
+            }
+            for step in trajectory.steps
+        ]
+    return out
+
+
+@router.delete(BANK + "/memories", response_model=m.DeleteResponse, tags=["Memory"])
+def clear_memories(
+    bank_id: str,
+    served: Served,
+    type: Annotated[Literal[NETWORKS] | None, Query(description="only this network")] = None,
+) -> m.DeleteResponse:
+    """Delete every memory of the bank (or of one network); its profile and
+    documents stay. Audited and undoable, like any deletion in the studio."""
+    with served.using(bank_id) as bank:
+        ids = [u.id for u in bank.units(type, status=None, limit=None)]
+        change = bank.delete_units(ids) if ids else None
+    if change is not None:
+        served.changed(bank.id, change)
+    return m.DeleteResponse(
+        success=True, message=f"{len(ids)} memories deleted", deleted_count=len(ids)
+    )
 
 
 # -- entities -------------------------------------------------------------------------
@@ -637,16 +819,19 @@ def list_entities(
     served: Served,
     limit: Annotated[int, Query(ge=0)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
-    tags: Annotated[list[str] | None, Query()] = None,
-    tags_match: str | None = None,
+    tags: TagsQuery = None,
+    tags_match: TagsMatchQuery = "any",
     tag_groups: str | None = None,
 ) -> m.EntityListResponse:
-    refuse(
-        {"tags": tags, "tag_groups": tag_groups},
-        dict.fromkeys(("tags", "tag_groups"), "Engram has no tags"),
-        "query",
-    )
-    entities = served.get(bank_id).entities()
+    """Entities, most mentioned first; with `tags`, only those the memories in
+    that scope mention."""
+    refuse({"tag_groups": tag_groups}, {"tag_groups": "give tags and tags_match"}, "query")
+    bank = served.get(bank_id)
+    entities = bank.entities()
+    scope = query_scope(tags, tags_match)
+    if scope is not None:
+        mentioned = {e for u in bank.units(tags=scope, limit=None) for e in u.entity_ids}
+        entities = [e for e in entities if e.id in mentioned]
     return m.EntityListResponse(
         items=[m.EntityListItem(**_entity_item(e)) for e in entities[offset : offset + limit]],
         total=len(entities),
@@ -660,11 +845,10 @@ def list_entities(
 )
 def get_entity(bank_id: str, entity_id: str, served: Served) -> m.EntityDetailResponse:
     bank = served.get(bank_id)
-    from core.retain.entities import get_entity as find
-
-    entity = find(bank.store.reader(), entity_id)
-    if entity is None:
-        raise not_found(f"no entity {entity_id!r} in bank {bank_id!r}")
+    try:
+        entity = bank.entity(entity_id)
+    except EngramError:
+        raise not_found(f"no entity {entity_id!r} in bank {bank_id!r}") from None
     observation = bank.observation(entity_id)
     observations = (
         [
@@ -682,19 +866,21 @@ def get_entity(bank_id: str, entity_id: str, served: Served) -> m.EntityDetailRe
 
 
 def stored_document(bank: Bank, document_id: str):
-    for document in bank.documents():
-        if document.id == document_id:
-            return document
-    raise not_found(f"no document {document_id!r} in bank {bank.name!r}")
+    found = bank.documents([document_id])
+    if not found:
+        raise not_found(f"no document {document_id!r} in bank {bank.name!r}")
+    return found[0]
 
 
-def _document_metadata(document) -> dict[str, Any]:
+def document_metadata(document) -> dict[str, Any]:
+    """Hindsight's open `document_metadata`: Engram's facts about the document,
+    and the metadata its items were retained with."""
     return {
         "title": document.title,
         "format": document.format,
-        "source_path": document.source_path,
         "turns": document.turns,
         "extraction_mode": document.extraction_mode,
+        **({"metadata": document.metadata} if document.metadata else {}),
     }
 
 
@@ -705,23 +891,29 @@ def list_documents(
     q: str | None = None,
     limit: Annotated[int, Query(ge=0)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
+    tags: TagsQuery = None,
+    tags_match: TagsMatchQuery = "any",
 ) -> m.ListDocumentsResponse:
     bank = served.get(bank_id)
+    scope = query_scope(tags, tags_match)
     documents = [
         d
         for d in bank.documents()
-        if not q or q.lower() in d.id.lower() or q.lower() in d.title.lower()
+        if (not q or q.lower() in d.id.lower() or q.lower() in d.title.lower())
+        and tagging.matches(d.tags, scope)
     ]
     return m.ListDocumentsResponse(
         items=[
             m.DocumentListItem(
                 id=d.id,
-                bank_id=bank.name,
+                bank_id=bank.id,
                 content_hash=d.content_hash,
                 created_at=iso(d.created_at),
                 updated_at=iso(d.created_at),
+                text_length=d.text_length,
                 memory_unit_count=d.units,
-                document_metadata=_document_metadata(d),
+                document_metadata=document_metadata(d),
+                tags=list(d.tags),
             )
             for d in documents[offset : offset + limit]
         ],
@@ -732,22 +924,73 @@ def list_documents(
 
 
 @router.get(
+    BANK + "/documents/{document_id:path}/chunks",
+    response_model=m.ListChunksResponse,
+    tags=["Documents"],
+)
+def document_chunks(
+    bank_id: str,
+    document_id: str,
+    served: Served,
+    limit: Annotated[int, Query(ge=0)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> m.ListChunksResponse:
+    """The document's turns, in order: Engram's chunks (ids `DOCUMENT:INDEX`)."""
+    from core.server.memory_views import chunk_id
+
+    bank = served.get(bank_id)
+    document = stored_document(bank, document_id)
+    turns = bank.turns(document_id)
+    return m.ListChunksResponse(
+        items=[
+            m.ChunkResponse(
+                chunk_id=chunk_id(document_id, t.index),
+                document_id=document_id,
+                bank_id=bank.id,
+                chunk_index=t.index,
+                chunk_text=turn_text(t),
+                created_at=iso(document.created_at),
+            )
+            for t in turns[offset : offset + limit]
+        ],
+        total=len(turns),
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.post(BANK + "/documents/{document_id:path}/reprocess", tags=["Documents"])
+def reprocess_document(bank_id: str, document_id: str, served: Served) -> dict[str, Any]:
+    """Extract the document again from its stored turns (Engram's re-ingest,
+    in the bank's configured mode)."""
+    with served.using(bank_id) as bank:
+        stored_document(bank, document_id)
+        report = bank.reingest_document(document_id)
+    served.changed(bank.id, report.change)
+    return {"success": True, "document_id": document_id, "units": sum(report.facts.values())}
+
+
+@router.get(
     BANK + "/documents/{document_id:path}", response_model=m.DocumentResponse, tags=["Documents"]
 )
 def get_document(bank_id: str, document_id: str, served: Served) -> m.DocumentResponse:
     bank = served.get(bank_id)
     document = stored_document(bank, document_id)
     turns = bank.turns(document_id)
-    text = "\n".join(f"{t.speaker}: {t.text}" if t.speaker else t.text for t in turns)
+    by_network: dict[str, int] = {}
+    for unit in bank.units(document=document_id, limit=None):
+        by_network[str(unit.network)] = by_network.get(str(unit.network), 0) + 1
     return m.DocumentResponse(
         id=document.id,
-        bank_id=bank.name,
-        original_text=text,
+        bank_id=bank.id,
+        original_text="\n".join(turn_text(t) for t in turns),
         content_hash=document.content_hash,
         created_at=iso(document.created_at),
         updated_at=iso(document.created_at),
         memory_unit_count=document.units,
-        document_metadata=_document_metadata(document),
+        nodes_by_fact_type=by_network,
+        tags=list(document.tags),
+        document_metadata=document_metadata(document),
     )
 
 
@@ -759,45 +1002,11 @@ def get_document(bank_id: str, document_id: str, served: Served) -> m.DocumentRe
 def delete_document(bank_id: str, document_id: str, served: Served) -> m.DeleteDocumentResponse:
     with served.using(bank_id) as bank:
         document = stored_document(bank, document_id)
-        change = bank.delete_document(document.id)
-    served.changed(bank.name, change)
+        change = bank.delete_document(document_id)
+    served.changed(bank.id, change)
     return m.DeleteDocumentResponse(
         success=True,
         message=f"document {document_id!r} deleted",
         document_id=document_id,
         memory_units_deleted=document.units,
     )
-
-
-# -- what only Hindsight has ------------------------------------------------------------
-
-UNSUPPORTED = {
-    "mental-models": "mental models",
-    "directives": "directives",
-    "knowledge": "the knowledge base",
-    "webhooks": "webhooks",
-    "files": "file uploads",
-    "tags": "tags",
-    "aliases": "bank aliases",
-    "consolidate": "consolidation runs (Engram queues observation jobs)",
-    "consolidation": "consolidation",
-    "observations": "observation scopes",
-    "graph": "the graph view",
-    "chunks": "chunks",
-    "attachments": "attachments",
-    "llm-requests": "LLM traces",
-    "audit": "Hindsight's audit log (see /engram/v1/.../audit)",
-}
-
-
-@unsupported.api_route(
-    "/v1/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
-)
-def not_in_engram(rest: str) -> None:
-    """Anything else Hindsight has: a 501 naming it, never a silent success; a
-    path neither has is a 404."""
-    words = rest.split("/")
-    feature = next((UNSUPPORTED[w] for w in words if w in UNSUPPORTED), None)
-    if feature is None:
-        raise HTTPException(404, f"no such path: /v1/{rest}")
-    raise HTTPException(501, f"not supported by Engram: {feature}")

@@ -192,7 +192,23 @@ MIGRATIONS: list[list[str]] = [
     [
         "ALTER TABLE units ADD COLUMN last_accessed_at TIMESTAMP",
     ],
-    # 5: who wrote each unit and document (the actor of the request that made it:
+    # 5: tags and metadata (Hindsight's `tags` and `metadata`), kept on each turn
+    # as it was retained and on each unit drawn from it (core/tags.py): recall
+    # filters units by their tags before any channel runs.
+    [
+        "ALTER TABLE turns ADD COLUMN tags VARCHAR[] DEFAULT []",
+        "ALTER TABLE turns ADD COLUMN metadata JSON",
+        "ALTER TABLE units ADD COLUMN tags VARCHAR[] DEFAULT []",
+        "ALTER TABLE units ADD COLUMN metadata JSON",
+    ],
+    # 6: how much each opinion step weighed: the evidence's strength (how plainly it
+    # bears on the opinion) and independence (how much it adds to what the opinion
+    # heard already); NULL for steps recorded before, which weighed 1.
+    [
+        "ALTER TABLE opinion_events ADD COLUMN strength DOUBLE",
+        "ALTER TABLE opinion_events ADD COLUMN independence DOUBLE",
+    ],
+    # 7: who wrote each unit and document (the actor of the request that made it:
     # "studio", "cli", an API token's name; core/context.py). NULL: before this version.
     [
         "ALTER TABLE units ADD COLUMN created_by VARCHAR",

@@ -10,21 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
+from core import tags as tagging
 from core.context import current_caller
 from core.store.filters import like_pattern
 from core.store.order import ORDER_COLUMNS
+from core.store.tagged import scoped_ids_sql
 from core.types import ExtractionMode, Network, NewUnit, Unit, UnitStatus
 
 UNIT_COLUMNS = (
     "u.id, u.text, u.network, u.occurred_start, u.occurred_end, u.mentioned_at, "
     "u.confidence, u.status, u.source_ids, u.extraction_mode, u.model, u.embedding_model, "
-    "u.created_at, u.updated_at, u.access_count, u.last_accessed_at, u.created_by"
+    "u.created_at, u.updated_at, u.access_count, u.last_accessed_at, u.document_id, u.tags, "
+    "u.metadata, u.created_by"
 )
 
 
@@ -33,7 +36,7 @@ class UnitFilter:
     """Which units a listing shows. Every field narrows; None means no constraint."""
 
     network: Network | str | Sequence[Network | str] | None = None
-    status: UnitStatus | str | None = UnitStatus.ACTIVE
+    status: UnitStatus | str | Sequence[UnitStatus | str] | None = UnitStatus.ACTIVE
     entity: str | None = None  # an entity id, or a name or alias (case-insensitive)
     start: datetime | None = None  # occurrence overlaps [start, end)
     end: datetime | None = None
@@ -42,6 +45,8 @@ class UnitFilter:
     min_confidence: float | None = None
     max_confidence: float | None = None
     ids: Sequence[str] | None = None
+    tags: tagging.TagScope | None = None  # units whose tags this scope lets through
+    document: str | None = None  # units extracted from this document
 
     def where(self) -> tuple[str, list]:
         clauses: list[str] = []
@@ -50,7 +55,10 @@ class UnitFilter:
             networks = [self.network] if isinstance(self.network, str) else list(self.network)
             clauses.append("u.network IN (SELECT unnest(?))")
             params.append([str(n) for n in networks])
-        if self.status is not None:
+        if isinstance(self.status, tuple | list | frozenset | set):
+            clauses.append("u.status IN (SELECT unnest(?))")
+            params.append(sorted(str(s) for s in self.status))
+        elif self.status is not None:
             clauses.append("u.status = ?")
             params.append(str(self.status))
         if self.entity is not None:
@@ -86,6 +94,13 @@ class UnitFilter:
         if self.ids is not None:
             clauses.append("u.id IN (SELECT unnest(?))")
             params.append(list(self.ids))
+        if self.tags is not None:
+            scoped, tag_params = scoped_ids_sql(self.tags)
+            clauses.append(f"u.id IN ({scoped})")
+            params += tag_params
+        if self.document is not None:
+            clauses.append("u.document_id = ?")
+            params.append(self.document)
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
@@ -114,6 +129,8 @@ def _arrow_units(
             "updated_at": pa.array([now] * n, ts),
             "access_count": pa.array([0] * n, pa.int32()),
             "created_by": pa.array([current_caller().actor] * n, pa.string()),
+            "tags": pa.array([list(u.tags) for u in units], pa.list_(pa.string())),
+            "metadata": pa.array([tagging.metadata_json(u.metadata) for u in units], pa.string()),
         }
     )
 
@@ -179,7 +196,10 @@ def _row_to_unit(row: tuple, entity_ids: tuple[str, ...]) -> Unit:
         updated_at=row[13],
         access_count=row[14],
         last_accessed_at=row[15],
-        created_by=row[16] or "",
+        document_id=row[16],
+        tags=tuple(row[17] or ()),
+        metadata=tagging.metadata_from(row[18]),
+        created_by=row[19] or "",
     )
 
 
@@ -285,3 +305,33 @@ def occurrence_span(
         params,
     ).fetchone()
     return (row[0], row[1]) if row else (None, None)
+
+
+TIME_FIELDS = ("created_at", "mentioned_at", "occurred_start")
+TRUNCS = ("minute", "hour", "day")
+
+
+def memories_timeseries(
+    con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, trunc: str, time_field: str
+) -> list[tuple[datetime, dict[str, int]]]:
+    """Active units per network in each `trunc` bucket of [start, end), by
+    `time_field` (created_at where a unit has none); every bucket is listed."""
+    if time_field not in TIME_FIELDS or trunc not in TRUNCS:
+        raise ValueError(f"time_field in {TIME_FIELDS}, trunc in {TRUNCS}")
+    when = f"coalesce({time_field}, created_at)" if time_field != "created_at" else "created_at"
+    rows = con.execute(
+        f"SELECT date_trunc('{trunc}', {when}) AS b, network, count(*) FROM units"
+        f" WHERE status = ? AND {when} >= ? AND {when} < ? GROUP BY ALL",
+        [str(UnitStatus.ACTIVE), start, end],
+    ).fetchall()
+    counts: dict[datetime, dict[str, int]] = {}
+    for bucket, network, n in rows:
+        counts.setdefault(bucket, {})[network] = int(n)
+    step = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1)}
+    first = con.execute(f"SELECT date_trunc('{trunc}', ?::TIMESTAMP)", [start]).fetchone()[0]
+    out = []
+    at = first
+    while at < end:
+        out.append((at, {str(n): counts.get(at, {}).get(str(n), 0) for n in Network}))
+        at += step[trunc]
+    return out
