@@ -3,7 +3,9 @@
 
 Route handlers are plain `def`s: FastAPI runs them in its thread pool, so an
 engine call never blocks the event loop. Writes take the bank's lock from
-`ServedBanks`; reads do not (see served.py).
+`ServedBanks`; reads do not (see served.py). A request is admitted to its
+bank's queue before it reaches a thread (admission.py): waiting for a lock
+holds no worker, and past a queue's bound the answer is a 503.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
+from core import limits
 from core.server import routes_cli, routes_engram, routes_hindsight
+from core.server.admission import Admission, AdmissionMiddleware
+from core.server.client import READ_METHODS
 from core.server.errors import engram_error
 from core.server.guard import Guard
 from core.server.operations import Operations
@@ -21,8 +26,8 @@ from core.server.served import ServedBanks
 from core.types import EngramError
 
 API_TITLE = "Engram Studio memory API"
-MAX_BODY = 8 * 2**20
-MAX_SNAPSHOT = 4 * 2**30
+MAX_BODY = limits.BODY_BYTES
+MAX_SNAPSHOT = limits.SNAPSHOT_BYTES
 
 
 def create_app(
@@ -32,15 +37,19 @@ def create_app(
     max_body_bytes: int = MAX_BODY,
     max_snapshot_bytes: int = MAX_SNAPSHOT,
     mcp: bool = True,
+    queues: dict[str, int] | None = None,
 ) -> FastAPI:
+    """The app over `served`. `queues` sets the per-bank bounds (admission.py:
+    writes_waiting, reads, reads_waiting)."""
     from core.server.version import ENGRAM_VERSION
 
     operations = Operations(served)
+    admission = Admission(served.lock, **(queues or {}))
     mcp_app = None
     if mcp:
         from core.server.mcp_tools import streamable_http_app
 
-        mcp_app, mcp_session = streamable_http_app(served)
+        mcp_app, mcp_session = streamable_http_app(served, admission)
 
     async def lifespan(_app):
         if mcp_app is None:
@@ -60,16 +69,28 @@ def create_app(
     )
     app.state.served = served
     app.state.operations = operations
+    app.state.admission = admission
     app.add_exception_handler(EngramError, engram_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.include_router(routes_engram.router)
-    app.include_router(routes_cli.router)  # what routed `engram` commands call
-    app.include_router(routes_hindsight.router)
-    app.include_router(routes_hindsight.unsupported)
+    routers = [
+        routes_engram.router,
+        routes_cli.router,  # what routed `engram` commands call
+        routes_hindsight.router,
+        routes_hindsight.unsupported,
+    ]
+    for router in routers:
+        app.include_router(router)
     if mcp_app is not None:
         # Mounted at the root, after every route: it answers `/mcp` only.
         app.mount("/", mcp_app)
     app.openapi = lambda: _openapi(app)
+    # Inside the guard (added first): only a request with the token is queued.
+    app.add_middleware(
+        AdmissionMiddleware,
+        routes=[route for router in routers for route in router.routes],
+        admission=admission,
+        call_writes=lambda method: method not in READ_METHODS,
+    )
     app.add_middleware(
         Guard,
         token=token,

@@ -7,13 +7,16 @@ from typing import Any
 from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
+from core.limits import FieldError
 from core.providers.llm import LanguageModelError
 from core.reflect import ReflectionError
+from core.server.guard import current_departure
 from core.snapshot import SnapshotError
 from core.types import (
     BankExistsError,
     BankLockedError,
     BankNotFoundError,
+    CancelledError,
     EmbeddingMismatchError,
     EngramError,
     InvalidInputError,
@@ -47,7 +50,30 @@ def status_of(error: Exception) -> int:
 
 
 async def engram_error(_request: Request, error: Exception) -> JSONResponse:
+    if isinstance(error, FieldError):
+        return JSONResponse({"detail": field_detail(error)}, status_code=422)
+    if isinstance(error, CancelledError):
+        return JSONResponse({"detail": stopped_why()}, status_code=504)
     return JSONResponse({"detail": str(error)}, status_code=status_of(error))
+
+
+def stopped_why() -> str:
+    departure = current_departure()
+    bound = f"its time bound of {departure.timeout:g} s" if departure else "its time bound"
+    return (
+        f"the server stopped this request at {bound}; what it was writing was left"
+        " as it was before (a retain keeps the documents it finished; send it again"
+        ' with "async": true for long work)'
+    )
+
+
+def field_detail(error: FieldError) -> list[dict[str, Any]]:
+    """A limit's refusal in FastAPI's 422 shape: `loc` names the field."""
+    return [{"loc": list(error.loc), "msg": error.reason, "type": error.kind}]
+
+
+def field_error(error: FieldError) -> HTTPException:
+    return HTTPException(422, field_detail(error))
 
 
 def not_found(what: str) -> HTTPException:

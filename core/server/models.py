@@ -4,22 +4,63 @@ shapes: what `hindsight-client` 1.1.0 sends and validates).
 Requests forbid unknown fields, so a misspelt field is a 422 naming it rather
 than silently ignored. Fields Hindsight has and Engram cannot honour are
 accepted by the model and refused by the route when set (see `refuse`).
+
+Every text field has its limit from core/limits.py (the importer's, MCP's and
+the CLI's too), and every field of every request is checked for what no store
+can keep (a lone surrogate, a NUL, nesting past `limits.NESTING`) and for a
+time its offset carries outside years 1..9999: a 422 naming the field.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
+from core import limits
+from core.timeparse import TimeOutOfRange, naive_utc
 from core.vocabulary import LEVELS
 
 Budget = Literal[tuple(LEVELS)]
+Content = Annotated[str, Field(max_length=limits.TURN_CHARS)]
+Name = Annotated[str, Field(max_length=limits.NAME_CHARS)]
+Identifier = Annotated[str, Field(max_length=limits.ID_CHARS)]
+Title = Annotated[str, Field(max_length=limits.TITLE_CHARS)]
+Question = Annotated[str, Field(min_length=1, max_length=limits.QUERY_CHARS)]
+Background = Annotated[str, Field(max_length=limits.BACKGROUND_CHARS)]
+Tag = Annotated[str, Field(max_length=limits.TAG_CHARS)]
+MetadataValue = Annotated[str, Field(max_length=limits.METADATA_VALUE_CHARS)]
+
+
+def _in_utc_range(value: datetime) -> datetime:
+    try:
+        naive_utc(value)
+    except TimeOutOfRange as error:
+        raise PydanticCustomError("datetime_range", str(error)) from None
+    return value
+
+
+# A time a query parameter gives (a body's are checked by `Request`).
+Time = Annotated[datetime, AfterValidator(_in_utc_range)]
 
 
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable(cls, value: Any, info: ValidationInfo) -> Any:
+        """What no store keeps is a 422 naming the field (and, inside a list or an
+        object, the element), never a 500 from DuckDB."""
+        if isinstance(value, datetime):
+            return _in_utc_range(value)
+        problem = limits.first_unstorable(value)
+        if problem is not None:
+            where = f"{limits.field_name(problem.loc)}: " if problem.loc else ""
+            raise PydanticCustomError(problem.kind, where + problem.reason)
+        return value
 
 
 class Response(BaseModel):
@@ -91,14 +132,14 @@ class CreateBankRequest(Request):
     """Hindsight's create-or-update body. `name` is kept as the agent's name,
     `mission`/`reflect_mission`/`background` as the bank's background."""
 
-    name: str | None = None
+    name: Name | None = None
     disposition: DispositionTraits | None = None
     disposition_skepticism: int | None = Field(None, ge=1, le=5)
     disposition_literalism: int | None = Field(None, ge=1, le=5)
     disposition_empathy: int | None = Field(None, ge=1, le=5)
-    mission: str | None = None
-    background: str | None = None
-    reflect_mission: str | None = None
+    mission: Background | None = None
+    background: Background | None = None
+    reflect_mission: Background | None = None
     # Hindsight's retain and retrieval switches: refused when set.
     retain_mission: str | None = None
     retain_extraction_mode: str | None = None
@@ -158,28 +199,42 @@ class EntityInput(Request):
 
 
 class MemoryItem(Request):
-    content: str | list[dict[str, Any]] = Field(description="the text to retain")
+    content: Content | list[dict[str, Any]] = Field(description="the text to retain")
     timestamp: datetime | Literal["unset"] | None = None
-    context: str | None = Field(None, description="kept as the document's title")
-    metadata: dict[str, str] | None = Field(
-        None, description="only 'speaker' is kept (the turn's speaker)"
+    context: Title | None = Field(None, description="kept as the document's title")
+    metadata: dict[Tag, MetadataValue] | None = Field(
+        None,
+        max_length=limits.TAGS,
+        description="only 'speaker' is kept (the turn's speaker)",
     )
-    document_id: str | None = None
+    document_id: Identifier | None = None
     entities: list[EntityInput] | None = None
     resolve_entities: bool | None = None
-    tags: list[str] | None = None
+    tags: list[Tag] | None = Field(None, max_length=limits.TAGS)
     observation_scopes: str | list[list[str]] | None = None
     strategy: str | None = Field(
         None, description="Engram's extraction mode: auto, llm, rules or verbatim"
     )
     update_mode: str | None = None
 
+    @field_validator("metadata")
+    @classmethod
+    def _speaker_is_a_name(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        speaker = (value or {}).get("speaker")
+        if speaker is not None and len(speaker) > limits.NAME_CHARS:
+            raise PydanticCustomError(
+                "string_too_long",
+                "speaker: is {length:,} characters, over the limit of {limit:,} for a name",
+                {"length": len(speaker), "limit": limits.NAME_CHARS},
+            )
+        return value
+
 
 class RetainRequest(Request):
     items: list[MemoryItem] = Field(min_length=1)
     async_: bool | None = Field(False, alias="async")
-    document_tags: list[str] | None = None
-    operation_id: str | None = None
+    document_tags: list[Tag] | None = Field(None, max_length=limits.TAGS)
+    operation_id: Identifier | None = None
 
 
 class RetainResponse(Response):
@@ -236,7 +291,7 @@ class IncludeOptions(Request):
 
 
 class RecallRequest(Request):
-    query: str = Field(min_length=1)
+    query: Question
     types: list[Literal["world", "experience", "observation", "opinion"]] | None = None
     prefer_observations: bool | None = None
     budget: Budget = "mid"
@@ -279,7 +334,7 @@ class ReflectIncludeOptions(Request):
 
 
 class ReflectRequest(Request):
-    query: str = Field(min_length=1)
+    query: Question
     budget: Budget = "low"
     context: str | None = None
     max_tokens: int | None = None

@@ -16,6 +16,7 @@ from typing import Any
 
 from core.bank import Bank
 from core.server.errors import RetainFailed, not_supported, refuse
+from core.server.guard import current_cancel
 from core.server.models import MemoryItem, RetainRequest
 from core.timeparse import naive_utc
 from core.types import Change, Document, Turn
@@ -102,7 +103,9 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
             # transactions: a crash between them loses the old content, never
             # an acknowledged new one.
             change |= bank.delete_document(document.id, actor="agent")
-    report = bank.ingest(list(documents), mode=mode)
+    # The request's cancel token (guard.py): a client that left, or a request past
+    # its time, stops the ingest between chunks.
+    report = bank.ingest(list(documents), mode=mode, cancel=current_cancel())
     failed = [d.id or d.title for d in report.documents if d.status == "failed"]
     if failed:
         # An answer of success here would lose the memory silently. Retrying is

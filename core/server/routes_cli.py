@@ -3,8 +3,9 @@
 `POST /engram/v1/banks/{bank_id}/call/{method}` with `{"args": [...],
 "kwargs": {...}}` in the wire encoding of core/server/client.py; answers
 `{"value": ...}` in the same encoding. Only the methods in `READ_METHODS`
-and `WRITE_METHODS` run, under the bank's lock; writes report their `Change`
-(`ServedBanks.changed`), so an open studio refreshes its panes.
+and `WRITE_METHODS` run: writes under the bank's lock, reporting their
+`Change` (`ServedBanks.changed`) so an open studio refreshes its panes; reads
+without it (they never wait behind a write).
 An engine error answers 4xx with its one-line message, as the CLI prints it.
 """
 
@@ -15,10 +16,14 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.limits import FieldError, first_unstorable
+from core.server.admission import routed_call
 from core.server.client import READ_METHODS, WRITE_METHODS, decode, encode
+from core.server.errors import field_error, stopped_why
 from core.types import (
     BankLockedError,
     BankNotFoundError,
+    CancelledError,
     Change,
     Document,
     EngramError,
@@ -69,27 +74,56 @@ def _change_of(value: Any) -> Change | None:
     return change if isinstance(change, Change) else None
 
 
+def _call(served, bank_id: str, method: str, args: list, kwargs: dict) -> Any:
+    """Writes under the bank's lock (admitted already: the middleware holds it);
+    reads without it, so they never queue behind a write. A read that the
+    bank's closing (the studio switched banks) cut short is a 409."""
+    if method in WRITE_METHODS:
+        with served.using(bank_id) as bank:
+            return _run(served, bank, method, args, kwargs)
+    bank = served.get(bank_id)
+    try:
+        return _run(served, bank, method, args, kwargs)
+    except Exception:
+        if bank.closed:
+            raise HTTPException(409, f"bank {bank_id!r} closed while this call ran") from None
+        raise
+
+
 router = APIRouter(prefix=PREFIX, tags=["Engram CLI"])
 
 
 @router.post("/banks/{bank_id}/call/{method}")
+@routed_call
 def call(bank_id: str, method: str, body: Call, request: Request) -> dict:
     """Run one Bank method in this process: what a routed `engram` command does."""
     served = request.app.state.served
     if method not in READ_METHODS | WRITE_METHODS:
         raise HTTPException(404, f"no bank method {method!r} can be called here")
+    # Before decoding (recursive): nothing too deep, no text a store cannot keep.
+    raw = first_unstorable(body.args, ("args",)) or first_unstorable(body.kwargs, ("kwargs",))
+    if raw is not None and raw.kind == "too_deep":
+        raise field_error(raw)
     try:
         args, kwargs = decode(body.args), decode(body.kwargs)
     except (ValueError, TypeError, KeyError) as error:
         raise HTTPException(422, f"arguments: {error}") from None
+    if raw is not None:  # named as the method's arguments, not as their wire encoding
+        raise field_error(
+            first_unstorable(args, ("args",)) or first_unstorable(kwargs, ("kwargs",)) or raw
+        )
     try:
-        # Reads too run under the bank's lock: a studio may be closing the bank.
-        with served.using(bank_id) as bank:
-            value = _run(served, bank, method, args, kwargs)
+        value = _call(served, bank_id, method, args, kwargs)
     except BankNotFoundError as error:
         raise HTTPException(404, str(error)) from None
     except BankLockedError as error:
         raise HTTPException(409, str(error)) from None
+    except FieldError as error:
+        raise field_error(error) from None
+    except CancelledError:
+        raise HTTPException(504, stopped_why()) from None
+    except InvalidInputError as error:
+        raise HTTPException(422, str(error)) from None
     except EngramError as error:
         raise HTTPException(400, str(error)) from None
     except TypeError as error:  # wrong arguments for the method

@@ -4,7 +4,8 @@ Reads (recall, listings) run without the lock: every read takes its own DuckDB
 cursor and sees committed data only, and the indexes are updated under the
 store's own write lock. Writes through the server take the bank's lock, so
 they are serialised with each other and with the studio's runner, which takes
-the same lock (`lock(name)`). The observation rebuilds a change queues are run
+the same lock (`lock(name)`). The lock is a `WriteLock` (admission.py): a
+request waits for it on the event loop, never in a shared worker thread. The observation rebuilds a change queues are run
 by the owner: the studio's pending-jobs indicator, or headless (no `on_change`)
 a background worker here (core/server/rebuilds.py).
 """
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 
 from core.bank import Bank
 from core.engine import Engine
+from core.server.admission import WriteLock
 from core.server.rebuilds import ObservationRebuilds
 from core.types import BankNotFoundError, Change, Kind
 
@@ -35,7 +37,7 @@ class ServedBanks:
         self.on_change = on_change
         self._banks: dict[str, Bank] = {}
         self._opened: set[str] = set()  # opened here (closed by `close`), not adopted
-        self._locks: dict[str, threading.RLock] = {}
+        self._locks: dict[str, WriteLock] = {}
         self._guard = threading.Lock()
         # (url, token file) written into each served bank's lock record, so other
         # processes' `engram` commands on it are routed here (core/server/owner.py).
@@ -49,7 +51,7 @@ class ServedBanks:
         """The studio opened `bank`: serve it."""
         with self._guard:
             self._banks[bank.name] = bank
-            self._locks.setdefault(bank.name, threading.RLock())
+            self._locks.setdefault(bank.name, WriteLock())
         self._advertise(bank)
 
     def release(self, bank_name: str) -> None:
@@ -94,13 +96,13 @@ class ServedBanks:
             self._banks[bank_id] = bank
             self._opened.add(bank_id)
             self._advertise(bank)
-            self._locks.setdefault(bank_id, threading.RLock())
+            self._locks.setdefault(bank_id, WriteLock())
             return bank
 
-    def lock(self, bank_name: str) -> threading.RLock:
+    def lock(self, bank_name: str) -> WriteLock:
         """The lock that serialises writes to `bank_name` (the studio's runner takes it too)."""
         with self._guard:
-            return self._locks.setdefault(bank_name, threading.RLock())
+            return self._locks.setdefault(bank_name, WriteLock())
 
     @contextmanager
     def using(self, bank_id: str) -> Iterator[Bank]:
@@ -142,7 +144,7 @@ class ServedBanks:
         with self._guard:
             self._banks[bank.name] = bank
             self._opened.add(bank.name)
-            self._locks.setdefault(bank.name, threading.RLock())
+            self._locks.setdefault(bank.name, WriteLock())
         self._advertise(bank)
         self.changed(bank.name, Change.of(added={Kind.BANK: [bank.name]}))
         return bank
