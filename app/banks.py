@@ -25,12 +25,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.panes.base import muted_label
-from app.state import StudioState
+from app.panes.base import building_text, muted_label
+from app.state import Building, StudioState
 from core import Kind
 
 if TYPE_CHECKING:
     from core import BankInfo, Change
+
+NO_BANKS = "No banks yet.\nCreate one with New (Ctrl+N)."
 
 InfoRole = Qt.ItemDataRole.UserRole + 1
 
@@ -51,7 +53,7 @@ class BankList(QWidget):
         self.list.itemActivated.connect(self._activated)
         self.list.itemClicked.connect(self._activated)
         self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
-        self.empty = muted_label("No banks yet.\nCreate one with New (Ctrl+N).")
+        self.empty = muted_label(NO_BANKS)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.new_button = QPushButton("New…")
         self.new_button.setToolTip("Create a bank (Ctrl+N)")
@@ -74,6 +76,7 @@ class BankList(QWidget):
         self._current_name: str | None = None
         state.bank_changed.connect(lambda bank: self.mark_current(bank.name if bank else None))
         state.changed.connect(self._on_change)
+        state.building_changed.connect(self._building_changed)
         self._show([])
         # Until the first listing arrives (from the runner), claim nothing: "No banks
         # yet" would be wrong for a moment on every start.
@@ -101,6 +104,10 @@ class BankList(QWidget):
         self.list.setVisible(bool(infos))
         self.empty.setVisible(not infos)
         self.mark_current(self._current_name)
+
+    def _building_changed(self, building: Building | None) -> None:
+        """While a bank is built (the demo on a first start), the empty list says so."""
+        self.empty.setText(NO_BANKS if building is None else building_text(building))
 
     def names(self) -> list[str]:
         return [i.name for i in self.infos]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.assets import resource_path
+from app.state import Building
 from core import Change, Disposition, Kind
 
 if TYPE_CHECKING:
@@ -102,13 +103,22 @@ def start_demo_build(window: MainWindow) -> None:
         )
         return
     engine = window.engine
+    state = window.state
 
     def done(build: DemoBuild) -> None:
         window.set_bank(build.bank)
         window.statusBar().showMessage(f"Built the demo bank “{build.bank.name}”.", 8000)
 
-    window.runner.run_job(
+    job = window.runner.run_job(
         f"Building the demo bank “{DEMO_NAME}”",
         lambda progress, cancel: build_demo_bank(engine, progress, cancel),
         done,
     )
+    # Until it is built, every empty state says so, with its progress (not "no banks").
+    state.set_building(Building(DEMO_NAME))
+    job.progressed.connect(
+        lambda done_, total, message: state.set_building(
+            Building(DEMO_NAME, done_, total, message)
+        )
+    )
+    job.finished.connect(lambda _completed: state.set_building(None))

@@ -21,8 +21,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-demo", action="store_true", help="do not build the demo bank on a first start"
     )
+    # The desktop launcher runs `engram --open %f`; from the menu %f is nothing, and
+    # then it opens the studio.
     parser.add_argument(
-        "--open", metavar="FILE", help="import a .engram snapshot as a bank and open it"
+        "--open",
+        metavar="FILE",
+        nargs="?",
+        help="open the studio; with a .engram snapshot, offer to import it as a bank",
     )
     screenshot.register(sub)
     return parser

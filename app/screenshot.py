@@ -89,7 +89,7 @@ def run(options: argparse.Namespace) -> int:
     app = QApplication.instance() or QApplication(["engram-screenshot"])
 
     from app import theme
-    from app.demo import DEMO_NAME, build_demo_bank
+    from app.demo import DEMO_NAME
     from app.window import APPLICATION, ORGANIZATION, MainWindow
     from core import Engine
 
@@ -98,19 +98,20 @@ def run(options: argparse.Namespace) -> int:
     theme.apply_theme(app, options.theme)
     temporary = options.home is None
     engine = Engine(options.home or scratch / "home")
-    if DEMO_NAME not in [b.name for b in engine.banks()]:
-        print(f"building the demo bank “{DEMO_NAME}” (offline rules)…", file=sys.stderr)
-        build_demo_bank(engine, _printer())
-    bank = engine.open_bank(DEMO_NAME)
-
     window = MainWindow(engine)
     window.resize(width, height)
     window.show()
     window.start(open_last=False)
-    window.set_bank(bank)
     idle = _idler(app, window)
-    idle()
     shots: list[Path] = []
+    if DEMO_NAME in [b.name for b in engine.banks()]:
+        window.set_bank(engine.open_bank(DEMO_NAME))
+    else:  # built as on a first start, pictured a third of the way in
+        print(f"building the demo bank “{DEMO_NAME}” (offline rules)…", file=sys.stderr)
+        first_start = _first_start(app, window, out / "00-first-start.png")
+        if first_start is not None:
+            shots.append(first_start)
+    idle()
     if options.animate:
         shots = animate(window, idle, out, options.query)
         window.close()
@@ -177,6 +178,38 @@ def animate(window, idle: Callable[[], None], out: Path, query: str = "") -> lis
         window.grab().save(str(path))
         written.append(path)
     return written
+
+
+def _first_start(app, window, path: Path) -> Path | None:
+    """Build the demo bank in the window as a first start does (app/demo.py), save
+    the window once the build is a third done (the empty states say it is being
+    built), and return when it is open. The picture's path, or None if the build
+    was over before a picture was taken."""
+    from PySide6.QtCore import QEventLoop
+
+    from app.demo import start_demo_build
+
+    printer = _printer()
+    taken: list[Path] = []
+
+    def built(building) -> None:
+        if building is None:
+            return
+        printer(building.done, building.total, building.message)
+        if not taken and building.total and building.done * 3 >= building.total:
+            app.processEvents()  # the labels' new text laid out before the grab
+            window.grab().save(str(path))
+            taken.append(path)
+
+    window.state.building_changed.connect(built)
+    start_demo_build(window)
+    while window.state.bank is None and (window.runner.busy or window.state.building):
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        time.sleep(0.02)  # processEvents returns at once when nothing is pending
+    window.state.building_changed.disconnect(built)
+    if window.state.bank is None:
+        raise RuntimeError("the demo bank could not be built (see the messages above)")
+    return taken[0] if taken else None
 
 
 def _printer() -> Callable[[int, int, str], None]:

@@ -6,6 +6,7 @@ signals; they never reach into each other. The window owns one.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
@@ -16,6 +17,21 @@ if TYPE_CHECKING:
     from core import Bank, Change, Engine
 
 
+@dataclass(frozen=True)
+class Building:
+    """A bank being built in the runner (the demo bank on a first start): what the
+    empty states say instead of "no bank yet", with how far it got."""
+
+    name: str
+    done: int = 0
+    total: int = 0
+    message: str = ""
+
+    @property
+    def percent(self) -> int | None:
+        return min(100, 100 * self.done // self.total) if self.total else None
+
+
 class StudioState(QObject):
     bank_changed = Signal(object)  # Bank | None
     # Change, re-broadcast from the runner, and the pane that asked for it (or None:
@@ -24,6 +40,7 @@ class StudioState(QObject):
     mode_changed = Signal(str)  # "offline rules" or "Ollama · <model>"
     status = Signal(str)  # a short message for the status bar
     opening_changed = Signal(str)  # the bank being opened in the runner ("" when none is)
+    building_changed = Signal(object)  # Building | None: a bank being built, its progress
 
     def __init__(self, engine: Engine, runner: Runner, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -32,6 +49,7 @@ class StudioState(QObject):
         self._bank: Bank | None = None
         self._mode = "offline rules"
         self._opening = ""
+        self._building: Building | None = None
         self.server = None  # the StudioServer (app/serving.py) once the window made one
         runner.changed.connect(self._on_change)
 
@@ -54,6 +72,16 @@ class StudioState(QObject):
         if name != self._opening:
             self._opening = name
             self.opening_changed.emit(name)
+
+    @property
+    def building(self) -> Building | None:
+        """The bank being built off the UI thread (its progress), or None."""
+        return self._building
+
+    def set_building(self, building: Building | None) -> None:
+        if building != self._building:
+            self._building = building
+            self.building_changed.emit(building)
 
     @property
     def mode(self) -> str:

@@ -60,7 +60,9 @@ def run_studio(options: argparse.Namespace | Sequence[str]) -> int:
         return 2
     window = MainWindow(engine)
     window.show()
-    if options.open:
+    if sys.platform == "darwin":
+        _accept_finder_opens(app, window)
+    if options.open:  # a .engram file opened from the file manager
         window.start(open_last=False)
         window.open_snapshot(Path(options.open))
     elif not engine.banks() and not options.no_demo and demo_available():
@@ -71,6 +73,22 @@ def run_studio(options: argparse.Namespace | Sequence[str]) -> int:
     if os.environ.get("ENGRAM_START_PROBE"):
         _probe_start(window)
     return int(app.exec())
+
+
+def _accept_finder_opens(app, window) -> None:
+    """macOS hands a file opened in Finder (or dropped on the Dock icon) to the
+    running app as a FileOpen event, not as an argument: offer it for import as
+    `engram --open FILE` does. (Not exercised here: no macOS to run it on.)"""
+    from PySide6.QtCore import QEvent, QObject
+
+    class FileOpens(QObject):
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+            if event.type() == QEvent.Type.FileOpen and event.file().endswith(".engram"):
+                window.open_snapshot(Path(event.file()))
+                return True
+            return False
+
+    app.installEventFilter(FileOpens(app))
 
 
 def _probe_start(window) -> None:

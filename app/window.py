@@ -483,10 +483,34 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentIndex(self._index(slug))
         return self.pane(slug)
 
-    def open_snapshot(self, path: Path) -> None:
-        """Import a `.engram` file as a bank and open it (`engram --open FILE`, the
-        desktop's "open with")."""
-        self.show_pane("snapshots").import_from(path)
+    def open_snapshot(self, path: Path) -> QMessageBox:
+        """Offer to import a `.engram` file as a bank and open it (`engram --open FILE`,
+        the desktop's "open with"): nothing is written before the user says so. The
+        offer is window-modal, not a nested event loop, so the window keeps starting."""
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Import snapshot",
+            f"Import “{path.name}” as a bank?",
+            parent=self,
+        )
+        box.setObjectName("offer-import")
+        box.setInformativeText(
+            "Its memories are copied into a new bank in your data folder and opened; "
+            f"the file itself is not changed.\n\n{path}"
+        )
+        box.addButton("Import", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(box.buttons()[0])
+
+        def answered() -> None:
+            if box.buttonRole(box.clickedButton()) == QMessageBox.ButtonRole.AcceptRole:
+                self.show_pane("snapshots").import_from(path)
+            else:
+                self.statusBar().showMessage(f"Did not import {path.name}.", 4000)
+
+        box.finished.connect(answered)
+        box.open()
+        return box
 
     def focus_search(self) -> None:
         pane = self.current_pane()

@@ -59,6 +59,7 @@ _EXPORTS = {
     "Link": "core.types",
     "LinkKind": "core.types",
     "LlmSettings": "core.providers.llm",
+    "open_model": "core.providers.llm",
     "load_documents": "core.retain.importers",
     "Manifest": "core.snapshot",
     "Network": "core.types",

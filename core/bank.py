@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from core.retain.entities import EntityDecision
     from core.retain.observations import JobsReport
     from core.retain.opinions import OpinionEvent
-    from core.retain.report import IngestReport
+    from core.retain.report import ChunkFailure, IngestReport
     from core.snapshot.archive import Manifest
     from core.types import Document, Entity, Link, Turn
 
@@ -324,18 +324,33 @@ class Bank:
         document_id: str,
         mode: str = "auto",
         *,
+        failed_only: bool = False,
         progress: Progress | None = None,
         cancel: CancelToken | None = None,
         llm: LanguageModel | None = None,
     ) -> IngestReport:
         """Extract a stored document again from its stored turns (replacing what
-        its last ingest wrote, in one transaction). Retain, not curation: not undoable."""
+        its last ingest wrote, in one transaction); with `failed_only`, only the
+        chunks that failed (a partial document's facts are kept and added to).
+        Retain, not curation: not undoable."""
         from core.retain.documents import stored_document
 
         document = stored_document(self.store.reader(), document_id)
         return self.ingest(
-            document, mode=mode, force=True, progress=progress, cancel=cancel, llm=llm
+            document,
+            mode=mode,
+            force=not failed_only,
+            progress=progress,
+            cancel=cancel,
+            llm=llm,
         )
+
+    def document_failures(self, document_id: str) -> list[ChunkFailure]:
+        """The chunks of a stored document that could not be extracted (nothing of
+        them is in the bank): it is partial until an ingest of it again reads them."""
+        from core.retain.documents import failures_of
+
+        return failures_of(self.store.reader(), document_id)
 
     def turns(self, document_id: str) -> list[Turn]:
         from core.retain.documents import document_turns

@@ -222,6 +222,12 @@ class EngineFields(_Section):
         gt=0,
         le=86400,
     )
+    llm_provider: str = Field(
+        "ollama",
+        pattern="^(ollama|openai)$",
+        description="How to speak to the server at ollama_host: ollama (its own API) or openai (an "
+        "OpenAI-compatible server: llama.cpp's llama-server, LM Studio, vLLM, Ollama's /v1).",
+    )
 
 
 BANK_SECTIONS: dict[str, type[_Section]] = {"retain": RetainSettings, "recall": RecallSettings}

@@ -132,13 +132,14 @@ class Engine:
         `auto` mode fall back to rules when it does not."""
         if not self.settings.ollama_model:
             return None
-        from core.providers.llm import LanguageModel, LlmSettings
+        from core.providers.llm import LlmSettings, open_model
 
-        return LanguageModel(
+        return open_model(
             LlmSettings(
                 host=self.settings.ollama_host,
                 model=self.settings.ollama_model,
                 timeout=self.settings.ollama_timeout,
+                provider=self.settings.llm_provider,
             )
         )
 

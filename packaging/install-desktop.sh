@@ -7,8 +7,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 share=${XDG_DATA_HOME:-$HOME/.local/share}
 if [ -d "$here/share" ]; then src="$here/share"; else src="$here"; fi
 bin=${ENGRAM_BIN:-$( [ -x "$here/engram" ] && echo "$here/engram" || echo engram )}
+case $bin in
+  *[\"\`\$\\\|\&%]*) echo "install-desktop.sh: cannot write a launcher for $bin (it holds one of: \" \` \$ \\ | & %)" >&2; exit 1 ;;
+  *" "*) exec_bin="\"$bin\"" ;;  # the desktop entry spec quotes an argument with spaces
+  *) exec_bin=$bin ;;
+esac
 mkdir -p "$share/applications" "$share/mime/packages"
-sed "s|^Exec=engram|Exec=$bin|; s|^TryExec=engram|TryExec=$bin|" \
+sed "s|^Exec=engram|Exec=$exec_bin|; s|^TryExec=engram|TryExec=$bin|" \
   "$src/engram-studio.desktop" > "$share/applications/engram-studio.desktop"
 cp "$src/engram-studio-mime.xml" "$share/mime/packages/engram-studio.xml"
 icons=$( [ -d "$src/icons" ] && echo "$src/icons" || echo "$here/../resources/icons" )

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.state import StudioState
+from app.state import Building, StudioState
 
 if TYPE_CHECKING:
     from core import Bank, Change
@@ -48,6 +48,7 @@ class Pane(QWidget):
         state.bank_changed.connect(self.set_bank)
         state.changed.connect(self.apply_change)
         state.opening_changed.connect(self._opening_changed)
+        state.building_changed.connect(self._opening_changed)
 
     @property
     def bank(self) -> Bank | None:
@@ -61,7 +62,10 @@ class Pane(QWidget):
         `latest=(self, topic)` queries asked for the old bank are dropped."""
 
     def no_bank_text(self) -> str:
-        """What the pane says while it has no bank: the one being opened, or how to open one."""
+        """What the pane says while it has no bank: the one being built or opened, or
+        how to open one."""
+        if self.state.building is not None:
+            return building_text(self.state.building, "<br>")
         name = self.state.opening
         return OPENING.format(name=html.escape(name)) if name else NO_BANK
 
@@ -71,7 +75,7 @@ class Pane(QWidget):
         label.setText(self.no_bank_text())
         return label
 
-    def _opening_changed(self, _name: str) -> None:
+    def _opening_changed(self, _what: object) -> None:
         if self.state.bank is None:  # with a bank shown, its own texts stay until it changes
             for label in self._no_bank_labels:
                 label.setText(self.no_bank_text())
@@ -178,6 +182,22 @@ def read_only_table(headers: list[str], *, stretch: int) -> QTableWidget:
         )
         header.setSectionResizeMode(col, mode)
     return table
+
+
+def building_text(building: Building, newline: str = "\n") -> str:
+    """ "Building the demo bank … 42% — 03-may-beacon-beta.json: chunk 3/9" (rich text
+    with newline="<br>")."""
+    rich = newline == "<br>"
+    name = html.escape(building.name) if rich else building.name
+    name = f"<b>{name}</b>" if rich else f"“{name}”"
+    percent = building.percent
+    done = f"{percent}%" if percent is not None else "starting"
+    step = html.escape(building.message) if rich else building.message
+    return (
+        f"Building the bank {name}… {done}{newline}"
+        + (f"{step}{newline}" if step else "")
+        + "It opens here as soon as it is built."
+    )
 
 
 NO_BANK = "No bank is open.<br>Create one with <b>Ctrl+N</b> or pick one in the Banks list."

@@ -6,7 +6,10 @@ unit extracted from it, the opinions it was evidence for, the entities only it
 mentioned, the observations rebuilt — and runs as one audited action that
 Undo takes back. Re-ingest extracts the document again from its stored turns
 (replacing what its last ingest wrote; that is retain, not curation, so Undo
-does not cover it and the dialog says so).
+does not cover it and the dialog says so). A document some of whose chunks
+the model could not read is marked partial, in the list and above its turns
+(each failed chunk with its reason), until "Retry failed chunks" (or an
+ingest of the same file) has extracted exactly those.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -129,12 +133,23 @@ class DocumentsPane(Pane):
         self.reingest_button = QPushButton("Re-ingest")
         self.reingest_button.setToolTip("Extract the document again from its stored turns")
         self.reingest_button.clicked.connect(self.ask_reingest)
+        self.retry_button = QPushButton("Retry failed chunks")
+        self.retry_button.setToolTip(
+            "Extract again only the chunks that failed; the document's other facts stay"
+        )
+        self.retry_button.clicked.connect(self.retry_failed)
+        self.failures = muted_label()
+        self.failures.setObjectName("document-failures")
+        self.failures.setWordWrap(True)
         buttons = QHBoxLayout()
         buttons.addWidget(self.delete_button)
         buttons.addWidget(self.reingest_button)
+        buttons.addWidget(self.retry_button)
         buttons.addWidget(self.mode)
         buttons.addStretch(1)
-        self.detail = detail = detail_column(self.heading, self.info, buttons, body=self.turns)
+        self.detail = detail = detail_column(
+            self.heading, self.info, self.failures, buttons, body=self.turns
+        )
 
         left = QWidget()
         lv = QVBoxLayout(left)
@@ -189,15 +204,21 @@ class DocumentsPane(Pane):
         self.documents = list(documents)
         self.table.setRowCount(len(documents))
         for row, d in enumerate(documents):
+            partial = d.failed_chunks
             values = (
                 d.title,
                 f"{d.turns:,}",
                 f"{d.units:,}",
-                d.extraction_mode or "",
+                (d.extraction_mode or "") + (f" · partial ({partial} failed)" if partial else ""),
                 fmt_time(d.created_at),
             )
             for col, value in enumerate(values):
                 item = QTableWidgetItem(value)
+                if partial and col == 3:
+                    item.setForeground(QColor("#c0392b"))
+                    item.setToolTip(
+                        f"{partial} chunk(s) could not be extracted: the document is partial"
+                    )
                 if col in (1, 2):
                     item.setTextAlignment(
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
@@ -228,27 +249,44 @@ class DocumentsPane(Pane):
             self._show_document(None, None)
             return
         self._show_document(document, None)
+        partial = document.failed_chunks
         self.state.runner.run_query(
-            lambda: bank.turns(document.id),
-            lambda turns: self._turns_loaded(document, turns),
+            lambda: (
+                bank.turns(document.id),
+                bank.document_failures(document.id) if partial else [],
+            ),
+            lambda loaded: self._turns_loaded(document, *loaded),
             key=bank,
             latest=(self, "detail"),
         )
 
-    def _turns_loaded(self, document: Any, turns: list[Any]) -> None:
+    def _turns_loaded(self, document: Any, turns: list[Any], failures: list[Any]) -> None:
         current = self.current_document()
         if current is not None and current.id == document.id:
-            self._show_document(document, turns)
+            self._show_document(document, turns, failures)
 
-    def _show_document(self, document: Any | None, turns: list[Any] | None) -> None:
+    def _show_document(
+        self, document: Any | None, turns: list[Any] | None, failures: list[Any] = ()
+    ) -> None:
         for button in (self.delete_button, self.reingest_button, self.mode):
             button.setEnabled(document is not None)
+        partial = document.failed_chunks if document is not None else 0
+        self.retry_button.setVisible(bool(partial))
+        self.failures.setVisible(bool(partial))
         self.detail.setVisible(document is not None)  # nothing to show: the list takes the room
         if document is None:
             self.heading.setText("")
             self.info.setText("Select a document to see its turns.")
             self.turns.clear()
             return
+        if partial:
+            lines = [
+                f"Partial: {partial} chunk(s) could not be extracted; nothing of them is in"
+                " the bank."
+            ]
+            # The reason names the chunk's turns ("could not extract facts from turns …").
+            lines += [f"• {f.reason}" for f in failures]
+            self.failures.setText("\n".join(lines))
         self.heading.setText(html.escape(document.title))
         model = f" · {document.model}" if document.model else ""
         self.info.setText(
@@ -259,7 +297,8 @@ class DocumentsPane(Pane):
         if turns is None:
             self.turns.setHtml("<i>Loading turns…</i>")
             return
-        self.turns.setHtml(turns_html(turns))
+        failed = {t for f in failures for t in f.turn_ids}
+        self.turns.setHtml(turns_html(turns, failed))
 
     # -- actions -------------------------------------------------------------
 
@@ -308,7 +347,12 @@ class DocumentsPane(Pane):
             self.reingest(document.id, mode)
         box.deleteLater()
 
-    def reingest(self, document_id: str, mode: str = "auto") -> None:
+    def retry_failed(self) -> None:
+        document = self.current_document()
+        if document is not None:
+            self.reingest(document.id, self.mode.currentData(), failed_only=True)
+
+    def reingest(self, document_id: str, mode: str = "auto", failed_only: bool = False) -> None:
         bank = self.bank
         if bank is None:
             return
@@ -318,7 +362,12 @@ class DocumentsPane(Pane):
             llm = engine.language_model() if mode in ("auto", "llm") else None
             try:
                 report = bank.reingest_document(
-                    document_id, mode, progress=progress, cancel=cancel, llm=llm
+                    document_id,
+                    mode,
+                    failed_only=failed_only,
+                    progress=progress,
+                    cancel=cancel,
+                    llm=llm,
                 )
                 # The observations that quoted the replaced facts are hidden: rebuild
                 # them before reporting done, as `engram documents reingest` does.
@@ -330,7 +379,7 @@ class DocumentsPane(Pane):
 
         title = next((d.title for d in self.documents if d.id == document_id), document_id)
         self.state.runner.run_job(
-            "Re-ingesting a document",
+            "Retrying failed chunks" if failed_only else "Re-ingesting a document",
             body,
             lambda report: self.state.status.emit(reingest_status(title, report)),
             key=bank,
@@ -347,7 +396,7 @@ def reingest_status(title: str, report: Any) -> str:
     return f"Re-ingested “{title}”: {report.facts_total} facts ({report.mode})."
 
 
-def turns_html(turns: list[Any]) -> str:
+def turns_html(turns: list[Any], failed: set[str] | frozenset[str] = frozenset()) -> str:
     if not turns:
         return "<i>This document has no stored turns.</i>"
     parts = []
@@ -357,7 +406,8 @@ def turns_html(turns: list[Any]) -> str:
             session = t.session
             parts.append(f"<h4 style='margin:8px 0 2px 0'>{html.escape(session)}</h4>")
         when = fmt_time(t.timestamp)
-        meta = f"<span style='color:gray'>{when} · {html.escape(t.id)}</span><br>"
+        mark = " · <span style='color:#c0392b'>not extracted</span>" if t.id in failed else ""
+        meta = f"<span style='color:gray'>{when} · {html.escape(t.id)}</span>{mark}<br>"
         parts.append(
             f"<p style='margin:4px 0'>{meta}<b>{html.escape(t.speaker)}</b>: "
             f"{html.escape(t.text)}</p>"

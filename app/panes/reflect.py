@@ -705,6 +705,9 @@ class ReflectPane(Pane):
         self.offline_banner.setVisible(offline or self.state.mode.startswith("offline"))
         notes = sorted({n[:1].upper() + n[1:] for r in comparison.reflections for n in r.notes})
         text = f"{len(comparison)} answers to “{comparison.query}” — nothing is kept until you commit one."
+        if comparison.warning:
+            # Composed next to extractive: the columns differ by more than their profiles.
+            text = f"⚠ {comparison.warning[:1].upper()}{comparison.warning[1:]}. " + text
         if notes:
             text += " " + "; ".join(notes) + "."
         self.compare_status.setText(text)

@@ -36,8 +36,8 @@ from core import (
     CONFIG_SPEC,
     ENGINE_SPEC,
     Kind,
-    LanguageModel,
     LlmSettings,
+    open_model,
 )
 
 if TYPE_CHECKING:
@@ -76,6 +76,11 @@ class SettingsPane(Pane):
         )
 
         # -- language model --
+        self.llm_provider = QComboBox()
+        self.llm_provider.setObjectName("llm-provider")
+        self.llm_provider.addItem("Ollama", "ollama")
+        self.llm_provider.addItem("OpenAI-compatible (llama-server, LM Studio, vLLM)", "openai")
+        self.llm_provider.setToolTip(ENGINE_SPEC["llm_provider"].help)
         self.llm_host = QLineEdit("http://127.0.0.1:11434")
         self.llm_host.setObjectName("llm-host")
         self.llm_model = QComboBox()
@@ -101,8 +106,9 @@ class SettingsPane(Pane):
         self.llm_result = QLabel()
         self.llm_result.setObjectName("llm-result")
         self.llm_result.setWordWrap(True)
-        llm_box = QGroupBox("Language model (Ollama)")
+        llm_box = QGroupBox("Language model")
         lf = QFormLayout(llm_box)
+        lf.addRow("Server", self.llm_provider)
         lf.addRow("Host", self.llm_host)
         mrow = QHBoxLayout()
         mrow.addWidget(self.llm_model, 1)
@@ -358,14 +364,15 @@ class SettingsPane(Pane):
 
     def _init_llm(self) -> None:
         settings = self.state.engine.settings
+        self.llm_provider.setCurrentIndex(max(0, self.llm_provider.findData(settings.llm_provider)))
         self.llm_host.setText(settings.ollama_host)
         self.llm_model.setEditText(settings.ollama_model)
         self.llm_timeout.setValue(settings.ollama_timeout)
 
     def _list_models(self) -> None:
-        host = self.llm_host.text().strip()
+        host, provider = self.llm_host.text().strip(), self.llm_provider.currentData()
         self.state.runner.run_query(
-            lambda: list_llm_models(host),
+            lambda: list_llm_models(host, provider),
             self._show_models,
             lambda error: self._llm_outcome(False, str(error)),
         )
@@ -379,10 +386,11 @@ class SettingsPane(Pane):
 
     def _test(self) -> None:
         host, model = self.llm_host.text().strip(), self.llm_model.currentText().strip()
+        provider = self.llm_provider.currentData()
         self.llm_result.setProperty("role", "muted")
         self.llm_result.setText("Testing…")
         self.state.runner.run_query(
-            lambda: check_llm(host, model),
+            lambda: check_llm(host, model, provider),
             lambda outcome: self._llm_outcome(*outcome),
             lambda error: self._llm_outcome(False, str(error)),
         )
@@ -391,11 +399,15 @@ class SettingsPane(Pane):
         engine = self.state.engine
         host, model = self.llm_host.text().strip(), self.llm_model.currentText().strip()
         timeout = float(self.llm_timeout.value())
+        provider = self.llm_provider.currentData()
 
         def save() -> str:
             engine.set_settings(
                 engine.settings.with_values(
-                    ollama_host=host, ollama_model=model, ollama_timeout=timeout
+                    ollama_host=host,
+                    ollama_model=model,
+                    ollama_timeout=timeout,
+                    llm_provider=provider,
                 )
             )
             return engine.mode()
@@ -417,14 +429,20 @@ class SettingsPane(Pane):
 # builds its own LanguageModel rather than asking the engine for the saved one.
 
 
-def check_llm(host: str, model: str) -> tuple[bool, str]:
-    """(ok, a sentence for a person): does `model` answer at `host`? Never raises."""
-    with LanguageModel(LlmSettings(host=host, model=model)) as lm:
+def check_llm(host: str, model: str, provider: str = "ollama") -> tuple[bool, str]:
+    """(ok, a sentence for a person): does `model` answer at `host`? Never raises.
+    The sentence says what the server reports the model supports (its context,
+    capabilities, size and quantisation) when it does."""
+    try:
+        lm = open_model(LlmSettings(host=host, model=model, provider=provider))
+    except Exception as error:  # noqa: BLE001 - the pane shows why, whatever it is
+        return False, str(error)
+    with lm:
         status = lm.probe()
     return status.ready, status.message
 
 
-def list_llm_models(host: str) -> list[str]:
+def list_llm_models(host: str, provider: str = "ollama") -> list[str]:
     """The models installed on the server; raises LanguageModelError with the reason."""
-    with LanguageModel(LlmSettings(host=host, model="")) as lm:
+    with open_model(LlmSettings(host=host, model="", provider=provider)) as lm:
         return lm.models()

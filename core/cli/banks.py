@@ -7,6 +7,7 @@ import argparse
 from core import UNIT_ORDERS as ORDER_COLUMNS
 from core import Engine, Kind, Network, UnitStatus
 from core.cli.output import (
+    ask,
     count_arg,
     iso_time,
     iso_time_or_none,
@@ -107,7 +108,10 @@ def create_bank(args, engine: Engine) -> int:
 
 def delete_bank(args, engine: Engine) -> int:
     if not args.yes:
-        typed = input(f"Type the bank's name to delete it for good ({args.name}): ")
+        typed = ask(
+            f"Type the bank's name to delete it for good ({args.name}): ",
+            f"not deleting bank {args.name!r}",
+        )
         if typed != args.name:
             print("names differ: nothing deleted")
             return 1

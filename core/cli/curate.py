@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from core import UNSET, Change, Engine, Kind, Network
-from core.cli.output import count_arg, iso_time_or_none, print_json, short_time
+from core.cli.output import ask, count_arg, iso_time_or_none, print_json, short_time
 
 ACTORS = ("user", "agent", "system")
 
@@ -277,7 +277,10 @@ def purge(args, engine: Engine) -> int:
     print("A purge removes all of this FOR GOOD. It cannot be undone.")
     print(snapshot_warning(bank.exports()))
     if not args.yes:
-        typed = input(f"Type the entity's name to purge it ({preview.name}): ")
+        typed = ask(
+            f"Type the entity's name to purge it ({preview.name}): ",
+            f"not purging {preview.name!r}",
+        )
         if typed != preview.name:
             print("names differ: nothing purged")
             return 1

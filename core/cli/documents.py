@@ -7,7 +7,7 @@ import argparse
 from core import INGEST_MODES as MODES
 from core import Engine
 from core.cli.jobs import pending_hint, run_pending
-from core.cli.output import print_json, progress_printer, short_time
+from core.cli.output import ask, print_json, progress_printer, short_time
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     again.add_argument("bank")
     again.add_argument("document")
     again.add_argument("--mode", default="auto", choices=MODES)
+    again.add_argument(
+        "--failed",
+        action="store_true",
+        help="extract only the chunks that failed (a partial document's facts stay)",
+    )
     again.add_argument("--quiet", action="store_true")
     again.set_defaults(handler=reingest_document)
 
@@ -49,9 +54,15 @@ def list_documents(args, engine: Engine) -> int:
     if not docs:
         print("no documents")
     for d in docs:
+        partial = f"  PARTIAL: {d.failed_chunks} chunk(s) failed" if d.partial else ""
         print(
             f"{d.id}  {short_time(d.created_at)}  {d.turns:>4} turn(s) {d.units:>5} unit(s)"
-            f"  {d.extraction_mode or '-':<8} {d.title}"
+            f"  {d.extraction_mode or '-':<8} {d.title}{partial}"
+        )
+    if any(d.partial for d in docs):
+        print(
+            "partial documents: `engram ingest` of the same file (or `engram documents"
+            " reingest BANK DOCUMENT --failed`) extracts exactly their failed chunks"
         )
     return 0
 
@@ -60,13 +71,22 @@ def show_document(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
     turns = bank.turns(args.document)
     if args.json:
+        # The turns, as before; `documents list --json` carries failed_chunks.
         print_json(turns)
         return 0
     if not turns and args.document not in {d.id for d in bank.documents()}:
         print(f"engram: no document {args.document!r} in bank {bank.name!r}")
         return 1
+    failures = bank.document_failures(args.document)
+    failed_turns = {t for f in failures for t in f.turn_ids}
     for t in turns:
-        print(f"[{t.id}] {short_time(t.timestamp)}  {t.speaker}: {t.text}")
+        mark = "  (FAILED: not extracted)" if t.id in failed_turns else ""
+        print(f"[{t.id}] {short_time(t.timestamp)}  {t.speaker}: {t.text}{mark}")
+    if failures:
+        print(f"PARTIAL: {len(failures)} chunk(s) could not be extracted:")
+        for f in failures:
+            print(f"  [{', '.join(f.turn_ids)}]: {f.reason}")
+        print(f"retry them: engram documents reingest {bank.name} {args.document} --failed")
     return 0
 
 
@@ -93,7 +113,10 @@ def delete_document(args, engine: Engine) -> int:
     if args.preview:
         return 0
     if not args.yes:
-        answer = input("Delete it? `engram undo` brings it back. [y/N] ")
+        answer = ask(
+            "Delete it? `engram undo` brings it back. [y/N] ",
+            f"not deleting document {preview.title!r}",
+        )
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing deleted")
             return 1
@@ -111,7 +134,9 @@ def reingest_document(args, engine: Engine) -> int:
     lm = engine.language_model() if args.mode in ("auto", "llm") else None
     try:
         progress = None if args.quiet else progress_printer("reingest")
-        report = bank.reingest_document(args.document, args.mode, progress=progress, llm=lm)
+        report = bank.reingest_document(
+            args.document, args.mode, failed_only=args.failed, progress=progress, llm=lm
+        )
         print(report.summary())
     finally:
         if lm is not None:

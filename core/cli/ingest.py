@@ -46,14 +46,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _language_model(args, engine: Engine):
     if not (args.ollama_model or args.ollama_host):
         return engine.language_model()
-    from core import LanguageModel, LlmSettings
+    from core import LlmSettings, open_model
 
     settings = engine.settings
-    return LanguageModel(
+    return open_model(
         LlmSettings(
             host=args.ollama_host or settings.ollama_host,
             model=args.ollama_model or settings.ollama_model,
             timeout=settings.ollama_timeout,
+            provider=settings.llm_provider,
         )
     )
 
@@ -85,6 +86,11 @@ def ingest_files(args, engine: Engine) -> int:
                     f"{jobs.observations_removed} removed ({jobs.mode})"
                     + (f", {len(jobs.failed)} failed" if jobs.failed else "")
                     + (f"; {jobs.fallback_note()}" if jobs.fallback_note() else "")
+                    + (
+                        f"; {len(jobs.unsupported)} sentence(s) the facts do not support cut"
+                        if jobs.unsupported
+                        else ""
+                    )
                 )
     finally:
         if lm is not None:
@@ -98,6 +104,7 @@ def ingest_files(args, engine: Engine) -> int:
                         **{k: v for k, v in vars(r).items() if k != "change"},
                         "documents_ingested": r.documents_ingested,
                         "documents_skipped": r.documents_skipped,
+                        "documents_retried": r.documents_retried,
                     }
                     for path, r in reports
                 ],

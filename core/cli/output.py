@@ -20,10 +20,22 @@ def short_time(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M") if value else "-"
 
 
+def on_terminal(stream) -> bool:
+    """True when `stream` is an interactive terminal (not a pipe, a file, or closed)."""
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):  # replaced by a stand-in, or closed
+        return False
+
+
 def progress_printer(label: str):
-    """A Progress callback that rewrites one stderr line."""
+    """A Progress callback that rewrites one stderr line, on a terminal only: in a
+    pipe or a log (cron, CI) the `\r` rewrites would pile up, so nothing is written
+    there (rich's and tqdm's convention); the command's result still is."""
 
     def progress(done: int, total: int, message: str = "") -> None:
+        if not on_terminal(sys.stderr):
+            return
         of = f"/{total}" if total else ""
         sys.stderr.write(f"\r{label}: {done}{of} {message}".ljust(79)[:79])
         if total and done >= total:
@@ -31,6 +43,22 @@ def progress_printer(label: str):
         sys.stderr.flush()
 
     return progress
+
+
+def ask(prompt: str, refusal: str) -> str:
+    """What the user types in answer to `prompt` at a terminal. Without a terminal
+    to ask at (stdin closed or a pipe: cron, CI, a script), nothing is asked and
+    the command fails with `refusal` and how to go on without asking (--yes)."""
+    from core import EngramError
+
+    if not on_terminal(sys.stdin):
+        raise EngramError(f"{refusal} without a confirmation, and there is no terminal to "
+                          "ask at (stdin is not one): pass --yes to go ahead without asking")
+    try:
+        return input(prompt)
+    except EOFError:  # Ctrl-D at the prompt: no answer is no
+        print()
+        return ""
 
 
 # Beyond this a limit or offset means nothing (no bank holds as many rows) and

@@ -163,11 +163,15 @@ def run_reflect(args, engine: Engine) -> int:
             print_json(
                 {
                     "query": comparison.query,
+                    "mixed": comparison.mixed,
+                    "warning": comparison.warning or None,
                     "reflections": [r.to_dict() for r in comparison.reflections],
                     "kept": kept.id if kept else None,
                 }
             )
             return 0
+        if comparison.warning:
+            print(f"WARNING: {comparison.warning}\n")
         for n, r in enumerate(comparison.reflections, start=1):
             print(f"=== {n} ===")
             _print_reflection(r, args.prompt)

@@ -50,7 +50,17 @@ def run_serve(args, engine: Engine) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    handle = start_server(served, args.host, args.port, token)
+    try:
+        handle = start_server(served, args.host, args.port, token)
+    except OSError as error:
+        from core.cli.ports import bind_failure
+
+        served.close()
+        reason = bind_failure(error, args.host, args.port)
+        if reason is None:
+            raise
+        print(f"engram: {reason}", file=sys.stderr)
+        return 1
     from_env = bool(os.environ.get(ENV, "").strip())
     where = f"${ENV}" if from_env else str(token_file(engine.home))
     # Each bank's lock names this address: `engram` commands on it are routed here.

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import json
 import logging
+import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -52,8 +53,11 @@ __all__ = [
     "LanguageModel",
     "LanguageModelError",
     "LlmSettings",
+    "ModelInfo",
     "ModelStatus",
+    "Speed",
     "is_echo",
+    "open_model",
     "parse_json_reply",
     "strip_think",
 ]
@@ -78,6 +82,14 @@ CHARS_PER_TOKEN = 3
 TOKENS_PER_MESSAGE = 16
 # How much of a rejected reply is quoted back when asking again.
 REASK_QUOTE_CHARS = 1500
+# Nothing streams while the model reads the prompt: the first token may take
+# the silence timeout plus the prompt's reading time. Until a reply measured the
+# model's speed, assume a slow CPU (a 0.5B model on two busy cores reads ~60
+# tokens/s; a 7B on a laptop fewer), with a margin for a busy machine.
+ASSUMED_PROMPT_RATE = 30.0
+PROMPT_MARGIN = 1.5
+# A measured prompt rate counts once this many prompt tokens were seen.
+MIN_MEASURED_TOKENS = 200
 
 
 class LanguageModelError(EngramError):
@@ -109,24 +121,139 @@ class LlmSettings:
     max_predict: int = 8192
     # How long Ollama keeps the model loaded after a call (its default is 5 minutes).
     keep_alive: str = "30m"
+    # Sent with every call, so the same prompt gets the same answer (extraction
+    # is repeatable); None lets the server choose.
+    seed: int | None = 42
+    # "ollama" (its own API) or "openai" (an OpenAI-compatible server:
+    # llama-server, LM Studio, vLLM, Ollama's /v1); see `open_model`.
+    provider: str = "ollama"
 
 
-def context_size(messages: Sequence[dict[str, str]], num_predict: int) -> int:
-    """The num_ctx that holds `messages` and a reply of `num_predict` tokens.
+def prompt_tokens(messages: Sequence[dict[str, str]]) -> int:
+    """A conservative estimate of the tokens `messages` take in the model's context."""
+    chars = sum(len(m.get("content", "")) for m in messages)
+    return -(-chars // CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages)
+
+
+def context_size(
+    messages: Sequence[dict[str, str]], num_predict: int, model_limit: int | None = None
+) -> int:
+    """The num_ctx that holds `messages` and a reply of `num_predict` tokens, no
+    larger than the model's own context (`model_limit`, from /api/show) when known.
 
     LanguageModelError when even the largest step cannot: Ollama would drop the
     prompt's start without a word, so the call is refused with the reason."""
-    chars = sum(len(m.get("content", "")) for m in messages)
-    needed = -(-chars // CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages) + num_predict
-    size = next((n for n in CONTEXT_STEPS if n >= needed), None)
+    needed = prompt_tokens(messages) + num_predict
+    steps = CONTEXT_STEPS
+    if model_limit and model_limit < CONTEXT_STEPS[-1]:
+        # The model's own context lowers the steps; it never raises them (a
+        # 128k context's KV cache would not fit a laptop).
+        steps = tuple(n for n in CONTEXT_STEPS if n < model_limit) + (model_limit,)
+    size = next((n for n in steps if n >= needed), None)
     if size is None:
+        limit = steps[-1]
+        whose = (
+            "the model's own context"
+            if model_limit and limit == model_limit
+            else ("what Engram asks Ollama for")
+        )
         raise LanguageModelError(
             f"the prompt and its reply need about {needed:,} tokens, more than the "
-            f"{CONTEXT_STEPS[-1]:,} Engram asks Ollama for (the model would silently "
-            "lose the prompt's start): ask with a smaller budget",
+            f"{limit:,} of {whose} (the model would silently lose the prompt's start): "
+            "ask with a smaller budget",
             "config",
         )
     return size
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the server says about a model (Ollama's /api/show): its own context
+    length and what it can do, shown in Settings and used to size requests."""
+
+    context_length: int | None = None
+    capabilities: tuple[str, ...] = ()
+    family: str = ""
+    parameter_size: str = ""
+    quantization: str = ""
+
+    @property
+    def can_chat(self) -> bool:
+        # Servers before capabilities were reported list none: assume it chats.
+        return not self.capabilities or "completion" in self.capabilities
+
+    @property
+    def thinks(self) -> bool:
+        return "thinking" in self.capabilities
+
+    def describe(self) -> str:
+        """e.g. "qwen2 · 494M · Q4_K_M · context 32,768 tokens · completion"."""
+        parts = [p for p in (self.family, self.parameter_size, self.quantization) if p]
+        if self.context_length:
+            parts.append(f"context {self.context_length:,} tokens")
+        if self.capabilities:
+            parts.append(", ".join(self.capabilities))
+        return " · ".join(parts)
+
+
+def model_info_from_show(show: Any) -> ModelInfo:
+    """ModelInfo from an /api/show answer (the client's ShowResponse or a dict)."""
+
+    def get(obj: Any, key: str) -> Any:
+        if obj is None:
+            return None
+        if isinstance(obj, dict):
+            return obj.get(key)
+        return getattr(obj, key, None)
+
+    info = get(show, "modelinfo") or get(show, "model_info") or {}
+    details = get(show, "details")
+    family = str(get(details, "family") or info.get("general.architecture") or "")
+    context = None
+    for key, value in info.items():
+        if key.endswith(".context_length") and isinstance(value, int | float) and value > 0:
+            context = int(value)
+            break
+    return ModelInfo(
+        context_length=context,
+        capabilities=tuple(str(c) for c in (get(show, "capabilities") or ())),
+        family=family,
+        parameter_size=str(get(details, "parameter_size") or ""),
+        quantization=str(get(details, "quantization_level") or ""),
+    )
+
+
+@dataclass
+class Speed:
+    """What the model's replies measured (Ollama's counts and durations): the
+    prompt-reading and writing speeds, so a slow CPU model is given the time it
+    needs to read a long prompt, and so a benchmark can report tokens/s."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    prompt_seconds: float = 0.0
+    eval_tokens: int = 0
+    eval_seconds: float = 0.0
+
+    def add(self, prompt_tokens: int, prompt_s: float, eval_tokens: int, eval_s: float) -> None:
+        self.calls += 1
+        self.prompt_tokens += max(0, prompt_tokens)
+        self.prompt_seconds += max(0.0, prompt_s)
+        self.eval_tokens += max(0, eval_tokens)
+        self.eval_seconds += max(0.0, eval_s)
+
+    @property
+    def prompt_rate(self) -> float | None:
+        """Prompt tokens read a second, once some were measured."""
+        if self.prompt_seconds <= 0 or self.prompt_tokens < MIN_MEASURED_TOKENS:
+            return None
+        return self.prompt_tokens / self.prompt_seconds
+
+    @property
+    def eval_rate(self) -> float | None:
+        if self.eval_seconds <= 0 or self.eval_tokens <= 0:
+            return None
+        return self.eval_tokens / self.eval_seconds
 
 
 @dataclass(frozen=True)
@@ -143,6 +270,10 @@ class ModelStatus:
     host: str = ""
     model: str = ""
     installed: tuple[str, ...] = ()
+    # What the server says the model is and supports (None: it did not say).
+    info: ModelInfo | None = None
+    server: str = "Ollama"  # what kind of server, in messages
+    pull_hint: str = ""  # how to get a missing model
 
     @property
     def ready(self) -> bool:
@@ -154,9 +285,10 @@ class ModelStatus:
         if self.state == "none":
             return "no language model chosen"
         if self.state == "down":
-            return f"Ollama not reachable at {self.host}"
+            return f"{self.server} not reachable at {self.host}"
         if self.state == "missing":
-            return f"'{self.model}' not installed at {self.host} (run `ollama pull {self.model}`)"
+            hint = self.pull_hint or f"run `ollama pull {self.model}`"
+            return f"'{self.model}' not installed at {self.host} ({hint})"
         if self.state == "error":
             return self.message
         return ""
@@ -481,17 +613,56 @@ def _with_tag(name: str) -> str:
 # ---- the model --------------------------------------------------------------------
 
 
+class _PhasedTransport(httpx.HTTPTransport):
+    """One streamed reply, two read timeouts: a model reads the whole prompt
+    before its first token, and Ollama sends nothing (not even the response's
+    headers) until then; after that, tokens stream, and only silence between
+    them means trouble. The wait for the headers is `first_wait` (set per call,
+    per thread); the body's reads get the silence timeout. (httpcore reads the
+    request's timeout dict when it starts reading the body, after this returns.)"""
+
+    def __init__(self, silence: float | None) -> None:
+        # silence None: the body's reads keep the first wait (a server that sends
+        # its headers before it has read the prompt).
+        super().__init__()
+        self.silence = silence
+        self._first = threading.local()
+
+    def first_wait(self, seconds: float) -> None:
+        self._first.seconds = seconds
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        timeout = request.extensions.get("timeout")
+        first = getattr(self._first, "seconds", None)
+        if isinstance(timeout, dict) and first:
+            timeout["read"] = first
+        response = super().handle_request(request)
+        if isinstance(timeout, dict) and self.silence is not None:
+            timeout["read"] = self.silence
+        return response
+
+
 class LanguageModel:
     """One configured Ollama model. Thread-safe for concurrent calls."""
+
+    provider = "ollama"
+    server = "Ollama"
+
+    def _pull_hint(self, model: str) -> str:
+        return f"run `ollama pull {model}`"
 
     def __init__(self, settings: LlmSettings) -> None:
         self.settings = settings
         self._client: ollama.Client | None = None
+        self._transport: _PhasedTransport | None = None
         self._probe: ollama.Client | None = None
         self._lock = threading.Lock()
         # Sent as think=False so thinking models answer directly; dropped if a
-        # server ever refuses the field.
+        # server ever refuses the field (or /api/show says it cannot think).
         self._send_think = True
+        self._info: ModelInfo | None = None
+        self._info_read = False
+        self.speed = Speed()
 
     @property
     def name(self) -> str:
@@ -503,11 +674,16 @@ class LanguageModel:
 
     def close(self) -> None:
         with self._lock:
-            clients = (self._client, self._probe)
-            self._client = self._probe = None
+            clients = self._take_clients()
         for client in clients:
             if client is not None:
                 client.close()
+
+    def _take_clients(self) -> list[Any]:
+        """The open clients, forgotten (under the lock): `close` closes them."""
+        clients = [self._client, self._probe]
+        self._client = self._probe = None
+        return clients
 
     def __enter__(self) -> LanguageModel:
         return self
@@ -517,19 +693,33 @@ class LanguageModel:
 
     # ---- clients --------------------------------------------------------------------
 
-    def _make_client(self, timeout: float) -> ollama.Client:
+    def _make_client(self, timeout: float, **kwargs: Any) -> ollama.Client:
         try:
-            return ollama.Client(host=self.settings.host, timeout=timeout)
+            return ollama.Client(host=self.settings.host, timeout=timeout, **kwargs)
         except (ValueError, httpx.InvalidURL) as exc:
             raise LanguageModelError(
                 f"the Ollama host {self.settings.host!r} is not a valid address ({exc})", "config"
             ) from None
 
-    def _chat_client(self) -> ollama.Client:
+    def _chat_client(self) -> tuple[ollama.Client, _PhasedTransport]:
         with self._lock:
             if self._client is None:
-                self._client = self._make_client(self.settings.timeout)
-            return self._client
+                transport = _PhasedTransport(self.settings.timeout)
+                self._client = self._make_client(self.settings.timeout, transport=transport)
+                self._transport = transport
+            assert self._transport is not None
+            return self._client, self._transport
+
+    def _first_wait(self, messages: Sequence[dict[str, str]]) -> float:
+        """How long to wait for a reply's first token: the silence timeout, plus
+        the time the model needs to read this prompt (nothing streams until it
+        has), from its measured speed or, before any, a slow CPU's. Under a
+        second of reading is left to the silence timeout."""
+        rate = self.speed.prompt_rate or ASSUMED_PROMPT_RATE
+        reading = prompt_tokens(messages) / rate * PROMPT_MARGIN
+        if reading < 1.0:
+            return self.settings.timeout
+        return float(math.ceil(self.settings.timeout + reading))
 
     def _probe_client(self) -> ollama.Client:
         with self._lock:
@@ -585,7 +775,7 @@ class LanguageModel:
             names = self.models()
         except LanguageModelError as exc:
             state = "down" if exc.kind in ("unreachable", "timeout") else "error"
-            return ModelStatus(state, str(exc), host, model)
+            return ModelStatus(state, str(exc), host, model, server=self.server)
         except Exception as exc:  # noqa: BLE001 - a probe must not raise, whatever broke
             log.debug("language model probe failed", exc_info=True)
             return ModelStatus("error", f"Connection test to {host} failed: {exc}", host, model)
@@ -597,10 +787,51 @@ class LanguageModel:
             message = f"{head}; no model chosen" + (installed if names else "")
             return ModelStatus("none", message, host, model, listed)
         if self._listed(names):
-            return ModelStatus("ready", f"{head}; '{model}' available", host, model, listed)
-        hint = f"'{model}' is not installed — run `ollama pull {model}`"
+            info = self.info()
+            if info is not None and not info.can_chat:
+                return ModelStatus(
+                    "error",
+                    f"{head}; '{model}' cannot chat (it can: {', '.join(info.capabilities)}):"
+                    " choose a chat model",
+                    host,
+                    model,
+                    listed,
+                    info,
+                )
+            about = f" ({info.describe()})" if info is not None and info.describe() else ""
+            return ModelStatus(
+                "ready", f"{head}; '{model}' available{about}", host, model, listed, info
+            )
+        hint = f"'{model}' is not installed — {self._pull_hint(model)}"
         message = f"{head}, but {hint}" + (installed if names else "")
-        return ModelStatus("missing", message, host, model, listed)
+        return ModelStatus(
+            "missing",
+            message,
+            host,
+            model,
+            listed,
+            server=self.server,
+            pull_hint=self._pull_hint(model),
+        )
+
+    def info(self) -> ModelInfo | None:
+        """What the server says about the model (/api/show), read once; None when
+        it does not say (an older server, or no answer in time). Never raises."""
+        if self._info_read:
+            return self._info
+        model = self.settings.model.strip()
+        if not model:
+            return None
+        try:
+            show = self._probe_client().show(model)
+        except Exception:  # noqa: BLE001 - an optional detail: without it requests are sized as before
+            log.debug("no /api/show for %s", model, exc_info=True)
+            return None
+        self._info = model_info_from_show(show)
+        self._info_read = True
+        if self._info.capabilities and not self._info.thinks:
+            self._send_think = False
+        return self._info
 
     def available(self) -> bool:
         """The server answers quickly and has the configured model. Never raises."""
@@ -614,8 +845,12 @@ class LanguageModel:
 
     # ---- asking ---------------------------------------------------------------------
 
-    def chat(self, system: str, prompt: str) -> str:
-        """A plain-text answer, reasoning blocks removed."""
+    def chat(
+        self, system: str, prompt: str, *, on_tokens: Callable[[int], None] | None = None
+    ) -> str:
+        """A plain-text answer, reasoning blocks removed. `on_tokens(n)` is called
+        as the reply streams (n pieces so far); an exception it raises (a cancel)
+        abandons the call."""
 
         def interpret(content: str, thinking: str) -> str:
             text = strip_think(content).strip()
@@ -625,7 +860,7 @@ class LanguageModel:
                 raise _Retry("the model returned an empty answer", reply=content)
             return text
 
-        return self._ask(system, prompt, None, interpret)
+        return self._ask(system, prompt, None, interpret, on_tokens)
 
     def structured(
         self,
@@ -635,6 +870,7 @@ class LanguageModel:
         validate: Callable[[Any], T],
         *,
         examples: Sequence[str] = (),
+        on_tokens: Callable[[int], None] | None = None,
     ) -> T:
         """Ask for JSON matching `schema`; return `validate(parsed)`.
 
@@ -663,7 +899,7 @@ class LanguageModel:
                     f"the answer failed validation: {_describe_validation(exc)}", reply=text
                 ) from None
 
-        return self._ask(system, prompt, schema, interpret)
+        return self._ask(system, prompt, schema, interpret, on_tokens)
 
     def _ask(
         self,
@@ -671,6 +907,7 @@ class LanguageModel:
         prompt: str,
         fmt: dict[str, Any] | str | None,
         interpret: Callable[[str, str], T],
+        on_tokens: Callable[[int], None] | None = None,
     ) -> T:
         if not self.settings.model.strip():
             raise LanguageModelError("no language model is chosen (set one in Settings)", "config")
@@ -683,7 +920,7 @@ class LanguageModel:
         last = _Retry("no attempt was made")
         for attempt in range(1, attempts + 1):
             try:
-                content, thinking, done_reason = self._send(asked, fmt, num_predict)
+                content, thinking, done_reason = self._send(asked, fmt, num_predict, on_tokens)
                 if done_reason == "length":
                     # A reply cut mid-way may still parse once "repaired", minus
                     # what was cut: never keep it, ask again with room to finish.
@@ -711,43 +948,72 @@ class LanguageModel:
         )
 
     def _send(
-        self, messages: list[dict[str, str]], fmt: dict[str, Any] | str | None, num_predict: int
+        self,
+        messages: list[dict[str, str]],
+        fmt: dict[str, Any] | str | None,
+        num_predict: int,
+        on_tokens: Callable[[int], None] | None = None,
     ) -> tuple[str, str, str]:
         """(content, thinking, done_reason) of one streamed reply."""
         host, model = self.settings.host, self.settings.model.strip()
+        info = self.info()
+        options: dict[str, Any] = {
+            "temperature": self.settings.temperature,
+            "num_ctx": context_size(
+                messages, num_predict, info.context_length if info is not None else None
+            ),
+            "num_predict": num_predict,
+        }
+        if self.settings.seed is not None:
+            options["seed"] = self.settings.seed
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": messages,
             "format": fmt,
-            "options": {
-                "temperature": self.settings.temperature,
-                "num_ctx": context_size(messages, num_predict),
-                "num_predict": num_predict,
-            },
+            "options": options,
             "keep_alive": self.settings.keep_alive,
             "stream": True,
         }
         if self._send_think:
             kwargs["think"] = False
-        client = self._chat_client()
+        first_wait = self._first_wait(messages)
+        client, transport = self._chat_client()
+        transport.first_wait(first_wait)
         content: list[str] = []
         thinking: list[str] = []
         done_reason = ""
+        pieces = 0
         try:
             for part in client.chat(**kwargs):
                 message = part.message
                 content.append(message.content or "")
                 thinking.append(message.thinking or "")
+                pieces += 1
+                if on_tokens is not None:
+                    on_tokens(pieces)
                 if part.done:
                     done_reason = part.done_reason or ""
+                    self._measure(part)
         except (ConnectionError, httpx.ConnectError):
             # Streamed, the client hands back httpx's error rather than its own.
             raise self._unreachable() from None
         except httpx.ConnectTimeout:
             raise self._unreachable() from None
         except httpx.TimeoutException:
+            if pieces or first_wait == self.settings.timeout:
+                silence = f"sent nothing for {self.settings.timeout:g} s" + (
+                    " mid-answer" if pieces else ""
+                )
+            else:
+                rate = self.speed.prompt_rate
+                speed = f"{rate:.0f} tokens/s measured" if rate else "no speed measured yet"
+                silence = (
+                    f"sent nothing for {first_wait:g} s: {self.settings.timeout:g} s of "
+                    f"silence plus the time to read a prompt of ~"
+                    f"{prompt_tokens(messages):,} tokens ({speed})"
+                )
             raise _Retry(
-                f"timeout: Ollama at {host} sent nothing for {self.settings.timeout:g} s "
+                f"timeout: Ollama at {host} {silence} "
                 f"(set {TIMEOUT_ENV}, --ollama-timeout or Settings for a slower model)",
                 "timeout",
             ) from None
@@ -761,7 +1027,7 @@ class LanguageModel:
             status, error = exc.status_code, str(exc.error)
             if status == 400 and "think" in error.lower() and self._send_think:
                 self._send_think = False
-                return self._send(messages, fmt, num_predict)
+                return self._send(messages, fmt, num_predict, on_tokens)
             if status == 404:
                 raise LanguageModelError(
                     f"model '{model}' is not installed at {host} ({error}); "
@@ -781,6 +1047,21 @@ class LanguageModel:
             without_surrogates("".join(thinking)),
             done_reason,
         )
+
+    def _measure(self, final: Any) -> None:
+        """Add the final chunk's counts and durations (nanoseconds) to `speed`."""
+
+        def number(name: str) -> float:
+            value = getattr(final, name, None)
+            return float(value) if isinstance(value, int | float) and value > 0 else 0.0
+
+        with self._lock:
+            self.speed.add(
+                int(number("prompt_eval_count")),
+                number("prompt_eval_duration") / 1e9,
+                int(number("eval_count")),
+                number("eval_duration") / 1e9,
+            )
 
     def _unreachable(self) -> LanguageModelError:
         return LanguageModelError(
@@ -832,3 +1113,18 @@ class ModelChoice:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def open_model(settings: LlmSettings) -> LanguageModel:
+    """The model for `settings`, spoken to in its provider's protocol."""
+    provider = settings.provider.strip().lower() or "ollama"
+    if provider == "ollama":
+        return LanguageModel(settings)
+    if provider in ("openai", "openai-compatible"):
+        from core.providers.openai_compat import OpenAICompatibleModel
+
+        return OpenAICompatibleModel(settings)
+    raise LanguageModelError(
+        f"unknown language-model provider {settings.provider!r} (choose ollama or openai)",
+        "config",
+    )

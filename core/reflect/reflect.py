@@ -5,8 +5,8 @@
                     └─ …                                     ┘
 
 `reflect` is one column of that picture and commits by default; `compare`
-answers 2–4 dispositions on the *same* recalled evidence in parallel and
-commits nothing; `commit_reflection` keeps one later. Without a reachable
+answers 2–4 dispositions on the *same* recalled evidence, one after another
+(a local model answers one request at a time), and commits nothing; `commit_reflection` keeps one later. Without a reachable
 language model each column is the extractive reflection (core/reflect/offline.py),
 and every reflection says which mode produced it.
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -51,6 +50,8 @@ OBSERVATION_SHARE = 0.25
 # failing: the model is gone, not pulled, too slow, or cannot finish its answer.
 # A model that answers nonsense ("invalid") is an error the person should see.
 FALLBACK_KINDS = frozenset({"unreachable", "timeout", "model", "truncated"})
+# Of those, the failures after which the model is not asked again in one compare.
+GONE_KINDS = frozenset({"unreachable", "timeout", "model"})
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,11 @@ def compare(
     *,
     now: datetime | None = None,
 ) -> Comparison:
-    """The same recalled evidence answered under each disposition, in parallel.
+    """The same recalled evidence answered under each disposition, one after another.
+
+    One after another, not in parallel: a local model answers one request at a
+    time, and requests waiting in its queue would count against their own
+    silence timeout (a CPU model reading a 4,000-token prompt takes a minute).
 
     Commits nothing: each reflection carries the opinions it would form, and
     `commit_reflection` keeps the chosen one. A disposition the model failed
@@ -282,31 +287,36 @@ def compare(
         if ctx.lm is None:
             reflections = [_offline_reflection(ctx, d) for d in dispositions]
         else:
-            # The model calls run in parallel; planning reads the bank and the
-            # embedder, so it runs here, one disposition after the other.
-            with ThreadPoolExecutor(
-                max_workers=len(dispositions), thread_name_prefix="reflect"
-            ) as pool:
-                futures = [pool.submit(_answer, ctx, d) for d in dispositions]
-                outcomes = []
-                for future in futures:
-                    try:
-                        outcomes.append(future.result())
-                    except ReflectionError as error:
-                        outcomes.append(error)
-            reflections = [
-                (
-                    _offline_reflection(_fallen_back(ctx, out), d)
-                    if out.kind in FALLBACK_KINDS
-                    else _failed(ctx, d, out)
-                )
-                if isinstance(out, ReflectionError)
-                else _llm_reflection(bank, ctx, d, out)
-                for d, out in zip(dispositions, outcomes, strict=True)
-            ]
+            reflections = _columns(bank, ctx, dispositions)
     finally:
         choice.close()
     return Comparison(query=query, reflections=tuple(reflections), recall=ctx.recall)
+
+
+def _columns(
+    bank: BankHandle, ctx: _Context, dispositions: Sequence[Disposition]
+) -> list[Reflection]:
+    """Each disposition asked of the model in turn. A column the model failed for
+    is extractive and says why; once the model is gone (unreachable, silent, not
+    pulled) the remaining columns are not asked, only listed extractively."""
+    reflections: list[Reflection] = []
+    gone: ReflectionError | None = None
+    for disposition in dispositions:
+        if gone is None:
+            try:
+                answered = _answer(ctx, disposition)
+            except ReflectionError as error:
+                if error.kind not in FALLBACK_KINDS:
+                    reflections.append(_failed(ctx, disposition, error))
+                    continue
+                if error.kind in GONE_KINDS:
+                    gone = error
+                reflections.append(_offline_reflection(_fallen_back(ctx, error), disposition))
+                continue
+            reflections.append(_llm_reflection(bank, ctx, disposition, answered))
+        else:
+            reflections.append(_offline_reflection(_fallen_back(ctx, gone), disposition))
+    return reflections
 
 
 # Commits of one bank are serialised so two threads cannot keep the same reflection twice.

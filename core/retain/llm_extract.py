@@ -24,7 +24,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -40,6 +40,7 @@ from core.retain.extract import (
     ExtractionError,
 )
 from core.retain.facts import MAX_UNIT_CHARS
+from core.retain.llm_checks import CheckedFacts, check_facts
 from core.retain.statements import split_turn
 from core.text import clean_name, clean_text
 from core.timeparse import naive_utc, resolve
@@ -180,7 +181,16 @@ _EXAMPLE_FACTS: list[dict[str, Any]] = [
         "confidence": 0.8,
     },
 ]
-EXAMPLE_TEXTS: tuple[str, ...] = tuple(f["text"] for f in _EXAMPLE_FACTS)
+# A reply that copies the example back, its facts or its turns (a 135M model
+# gave the example conversation as a fact), is a copy.
+_EXAMPLE_TURN_TEXTS = tuple(
+    line.split("] ", 1)[1] for line in _EXAMPLE_TURNS.splitlines() if line.startswith("[")
+)
+EXAMPLE_TEXTS: tuple[str, ...] = (
+    *(f["text"] for f in _EXAMPLE_FACTS),
+    *_EXAMPLE_TURN_TEXTS,
+    *(text.split(": ", 1)[1] for text in _EXAMPLE_TURN_TEXTS),
+)
 
 
 def build_system_prompt(agent_name: str) -> str:
@@ -516,6 +526,13 @@ class LlmExtractor:
             self._owned = None
         self.lm = lm
         self.model = lm.name
+        # What the checks (llm_checks) did to each accepted answer, for the report.
+        self._checks: list[CheckedFacts] = []
+
+    def take_checks(self) -> list[CheckedFacts]:
+        """The checks of the answers accepted since the last call."""
+        checks, self._checks = self._checks, []
+        return checks
 
     def close(self) -> None:
         """Close the clamped copy of the model, if one was made (the caller owns `lm`)."""
@@ -524,17 +541,37 @@ class LlmExtractor:
             self._owned = None
 
     def extract(
-        self, exchange: Exchange, agent_name: str, known_entities: Sequence[str]
+        self,
+        exchange: Exchange,
+        agent_name: str,
+        known_entities: Sequence[str],
+        *,
+        on_tokens: Callable[[int], None] | None = None,
     ) -> list[ExtractedFact]:
+        """The exchange's facts. `on_tokens(n)` follows the streamed reply (an
+        exception it raises, a cancel, abandons the call)."""
         if not exchange.turns:
             return []
+
+        def validate(value: Any) -> CheckedFacts:
+            facts = validate_facts(value, exchange, self.model)
+            checked = check_facts(facts, exchange, agent_name, known_entities)
+            if facts and not checked.facts:
+                said = _memorable_statement(exchange)
+                if said is not None:
+                    # Worth asking again: say what was wrong with each fact.
+                    reasons = "; ".join(dict.fromkeys(v.reason for v in checked.dropped))
+                    raise ValueError(f"no fact survived the checks ({reasons})")
+            return checked
+
         try:
-            return self.lm.structured(
+            checked = self.lm.structured(
                 build_system_prompt(agent_name),
                 build_prompt(exchange, agent_name, known_entities),
                 FACT_SCHEMA,
-                lambda value: validate_facts(value, exchange, self.model),
+                validate,
                 examples=EXAMPLE_TEXTS,
+                on_tokens=on_tokens,
             )
         except LanguageModelError as exc:
             first, last = exchange.turns[0].id, exchange.turns[-1].id
@@ -543,3 +580,5 @@ class LlmExtractor:
             raise ExtractionError(
                 f"could not extract facts from turns {span}{where}: {exc}", kind=exc.kind
             ) from exc
+        self._checks.append(checked)
+        return checked.facts

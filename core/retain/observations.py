@@ -74,6 +74,9 @@ class JobsReport:
     change: Change = field(default_factory=Change)
     # Why a model that was given was not used at all (down, not pulled): "" if it was.
     model_unused: str = ""
+    # Sentences of the model's profiles that their facts did not support, cut
+    # out: (entity name, sentence, why).
+    unsupported: list[tuple[str, str, str]] = field(default_factory=list)
 
     def fallback_note(self) -> str:
         """Which profiles the rules wrote where a model was asked for, and why
@@ -269,16 +272,48 @@ OBSERVATION_SYSTEM = (
 )
 
 
-def llm_profile(lm: LanguageModel, entity: Entity, facts: Sequence[Unit]) -> str:
+# Of a profile sentence's content words, at least this share must be in its facts.
+MIN_PROFILE_SUPPORT = 0.6
+
+
+def llm_profile(
+    lm: LanguageModel,
+    entity: Entity,
+    facts: Sequence[Unit],
+    unsupported: list[tuple[str, str, str]] | None = None,
+) -> str:
+    """The model's profile of `entity`, only the sentences its facts support (a
+    small model invents: "Maya, a 25-year-old woman with a passion for music");
+    each sentence cut is added to `unsupported`. LanguageModelError when no
+    sentence is left."""
+    from core.providers.llm import LanguageModelError
+    from core.retain.grounding import Vocabulary, support
+    from core.retain.statements import sentences
+
     chosen = _spread(list(facts), LLM_MAX_FACTS)
     listing = "\n".join(f"- {f.text}" for f in chosen)
     prompt = f"Entity: {entity.name} ({entity.type})\nFacts:\n{listing}\n\nProfile:"
     text = " ".join(lm.chat(OBSERVATION_SYSTEM, prompt).split())
     if not text:
-        from core.providers.llm import LanguageModelError
-
         raise LanguageModelError("the model returned an empty profile")
-    return text[:MAX_OBSERVATION_CHARS]
+    vocabulary = Vocabulary.of([f.text for f in chosen], [entity.name, *entity.aliases])
+    kept: list[str] = []
+    cut: list[tuple[str, str, str]] = []
+    for sentence in sentences(text):
+        found = support(sentence, vocabulary)
+        if found.supported(MIN_PROFILE_SUPPORT):
+            kept.append(sentence)
+        else:
+            cut.append((entity.name, sentence, found.why()))
+    if unsupported is not None:
+        unsupported += cut
+    if not kept:
+        raise LanguageModelError(
+            "no sentence of the model's profile is supported by the facts it was given"
+            f" ({cut[0][2]})",
+            "invalid",
+        )
+    return " ".join(kept)[:MAX_OBSERVATION_CHARS]
 
 
 # -- running the queue ----------------------------------------------------------------
@@ -424,7 +459,7 @@ def _profile(
         from core.providers.llm import LanguageModelError
 
         try:
-            out.text = llm_profile(lm, entity, out.facts)
+            out.text = llm_profile(lm, entity, out.facts, result.unsupported)
             out.mode, out.model = ExtractionMode.LLM, lm.name
             return out
         except LanguageModelError as error:

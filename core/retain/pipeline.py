@@ -21,8 +21,11 @@ Failed chunks (`llm` mode): a chunk the model cannot turn into facts is
 reported in `IngestReport.failures` (report.py) with its turn ids and reason,
 recorded in `ingest_failures`, and nothing of it is written; the document's
 other chunks are written. A document none of whose chunks succeeded is not
-written at all, so ingesting it again retries it; a partly failed one is
-stored, and `force=True` extracts it again.
+written at all, so ingesting it again retries it. A partly failed one is
+stored and shown as partial (`StoredDocument.failed_chunks`) until it is
+whole: ingesting it again (without `force`) extracts exactly the chunks whose
+turns failed, adds their facts to the document in one transaction and keeps
+a failure only for a chunk that fails again; `force=True` extracts it all.
 
 Re-ingesting a document whose content hash is already in the bank does
 nothing unless `force`: then the document's previous units (and their
@@ -43,6 +46,7 @@ from core.progress import CancelToken, Progress, check, report
 from core.retain.documents import (
     check_document,
     content_hash,
+    failures_of,
     new_document_id,
     stored_with_hash,
     units_of,
@@ -65,7 +69,7 @@ from core.retain.opinions import (
     assess_rules,
 )
 from core.retain.plan import Plan, plan_document
-from core.retain.report import ChunkFailure, DocumentResult, IngestReport
+from core.retain.report import CheckedFact, ChunkFailure, DocumentResult, IngestReport
 from core.retain.write import write_document
 from core.types import INGEST_MODES, Change, Document, ExtractionMode, InvalidInputError, Kind
 
@@ -78,6 +82,17 @@ EMBED_BATCH = 256
 # Chunks in a row lost to an unreachable or silent model before the rest of the
 # run stops asking it.
 DOWN_AFTER = 2
+# In llm mode a chunk is this many progress steps, filled as its reply streams:
+# a CPU model takes a minute or more per chunk, and progress must not sit still.
+CHUNK_STEPS = 20
+# Tokens a reply is expected to take before one was measured (then: the mean).
+EXPECTED_REPLY_TOKENS = 400
+# `auto` mode judges the model once it gave this many facts: when the checks
+# dropped more than WEAK_SHARE of them, rules extract the rest of the run.
+WEAK_AFTER_FACTS = 12
+WEAK_SHARE = 0.5
+# ... or when this many chunks (and over WEAK_SHARE of those asked) had no usable answer.
+WEAK_CHUNKS = 2
 
 
 def ingest(
@@ -146,6 +161,7 @@ class _Run:
         self.agent = profile.agent_name.strip()
         self._choice: ModelChoice | None = None  # None: no model was considered
         self.notes: list[str] = []
+        self.auto = str(mode).strip().lower() == "auto"
         self.mode, self.lm = self._choose_mode(mode, llm)
         self.extractor = self._extractor()
         self.report = IngestReport(
@@ -157,6 +173,12 @@ class _Run:
         # model is taken as down for the rest of the run.
         self._down_streak = 0
         self.model_down: str | None = None
+        self.chunk_steps = CHUNK_STEPS if self.mode is ExtractionMode.LLM else 1
+        self._rules = None  # auto mode's rules, once the model proved too weak
+        self._asked = 0  # chunks asked of the model
+        self._invalid = 0  # of those, with no usable answer after the retries
+        self._reply_tokens = 0  # streamed pieces of the chunks extracted so far
+        self._replies = 0
 
     # -- mode ------------------------------------------------------------------
 
@@ -223,9 +245,10 @@ class _Run:
             self.total += self._chunk_count(document) + 2
 
     def _chunk_count(self, document: Document) -> int:
+        """The document's extraction steps: its chunks (each `chunk_steps`)."""
         if self.mode is ExtractionMode.VERBATIM:
             return 1
-        return max(1, len(chunk_exchanges(document)))
+        return max(1, len(chunk_exchanges(document))) * self.chunk_steps
 
     def step(self, message: str, n: int = 1) -> None:
         self.done = min(self.done + n, self.total)
@@ -240,22 +263,30 @@ class _Run:
         title = document.title or "conversation"
         existing = stored_with_hash(bank.store.reader(), digest)
         steps = self._chunk_count(document) + 2
+        retry: frozenset[str] | None = None  # the turns of the chunks to extract again
         if existing and not self.force:
-            self.report.documents.append(DocumentResult(existing[0], title, "skipped"))
-            self.step(f"{title}: already in the bank, skipped", steps)
-            return
+            failed = failures_of(bank.store.reader(), existing[0])
+            if not failed:
+                self.report.documents.append(DocumentResult(existing[0], title, "skipped"))
+                self.step(f"{title}: already in the bank, skipped", steps)
+                return
+            # Stored but partial: extract again exactly the chunks that failed.
+            retry = frozenset(t for f in failed for t in f.turn_ids)
         document_id = (
             existing[0] if existing else new_document_id(bank.store.reader(), document, digest)
         )
-        replaced = units_of(bank.store.reader(), existing[0]) if existing else []
+        # A retry adds to the document; a forced re-ingest replaces what it wrote.
+        replaced = units_of(bank.store.reader(), existing[0]) if existing and retry is None else []
 
         t0 = time.perf_counter()
-        extraction = self._extract(document, document_id, title)
+        extraction = self._extract(document, document_id, title, retry)
         self.report._time("extract", time.perf_counter() - t0)
-        result = DocumentResult(document_id, title, "ingested", turns=len(document.turns))
+        status = "ingested" if retry is None else "retried"
+        result = DocumentResult(document_id, title, status, turns=len(document.turns))
+        result.retried_chunks = extraction.chunks if retry is not None else 0
         self.report.failures += extraction.failures
         result.failed_chunks = len(extraction.failures)
-        if extraction.failures and len(extraction.failures) >= extraction.chunks:
+        if retry is None and extraction.failures and len(extraction.failures) >= extraction.chunks:
             result.status = "failed"
             self.report.documents.append(result)
             self.step(f"{title}: no chunk could be extracted; nothing written", 2)
@@ -285,16 +316,26 @@ class _Run:
             replaced,
             plan,
             extraction.failures,
+            retry=retry is not None,
         )
         self.report._time("write", time.perf_counter() - t0)
         self.step(f"{title}: written")
 
         self._account(result, plan, change)
-        self.report.turns += len(document.turns)
+        if retry is None:
+            self.report.turns += len(document.turns)
 
     # -- step 1: extract ---------------------------------------------------------
 
-    def _extract(self, document: Document, document_id: str, title: str) -> Extraction:
+    def _extract(
+        self,
+        document: Document,
+        document_id: str,
+        title: str,
+        only: frozenset[str] | None = None,
+    ) -> Extraction:
+        """The document's facts, chunk by chunk; with `only`, just the chunks that
+        share a turn with it (a retry of failed chunks; `chunks` counts those)."""
         turns = {t.id: t for t in document.turns}
         if self.mode is ExtractionMode.VERBATIM:
             check(self.cancel)
@@ -311,21 +352,31 @@ class _Run:
         seen = {n.casefold() for n in known}
         facts: list[Fact] = []
         failures: list[ChunkFailure] = []
+        attempted = 0
+        n = self.chunk_steps
         for i, exchange in enumerate(exchanges):
             check(self.cancel)
+            where = f"{title}: chunk {i + 1}/{len(exchanges)}"
+            if only is not None and not only.intersection(exchange.turn_ids):
+                self.step(f"{where} already extracted", n)
+                continue
+            attempted += 1
             if self.model_down is not None:
                 # The server stopped answering: the rest would only wait for timeouts.
                 reason = f"not attempted: the language model stopped answering ({self.model_down})"
                 failures.append(ChunkFailure(document_id, title, exchange.turn_ids, reason))
-                self.step(f"{title}: chunk {i + 1}/{len(exchanges)} skipped")
+                self.step(f"{where} skipped", n)
                 continue
+            start = self.done
             try:
-                extracted = self.extractor.extract(exchange, self.agent, known)
+                extracted = self._extract_chunk(exchange, known, where)
             except ExtractionError as error:
                 failures.append(ChunkFailure(document_id, title, exchange.turn_ids, str(error)))
                 self._note_failure(error)
-                self.step(f"{title}: chunk {i + 1}/{len(exchanges)} failed")
+                self.done = start
+                self.step(f"{where} failed", n)
                 continue
+            self.done = start
             self._down_streak = 0
             base = len(facts)
             for fact in extracted:
@@ -333,8 +384,75 @@ class _Run:
                 if cleaned is not None:
                     facts.append(cleaned)
                     learn_names(known, seen, (m.name for m in cleaned.mentions))
-            self.step(f"{title}: extracted chunk {i + 1}/{len(exchanges)}")
-        return Extraction(facts, failures, max(1, len(exchanges)))
+            self.step(f"{title}: extracted chunk {i + 1}/{len(exchanges)}", n)
+        return Extraction(facts, failures, attempted if only is not None else max(1, attempted))
+
+    def _too_weak(self) -> bool:
+        """`auto` only: the checks dropped most of what the model gave; say so
+        and let rules extract the rest of the run."""
+        r = self.report
+        if not self.auto or self.mode is not ExtractionMode.LLM or self._rules is not None:
+            return self._rules is not None
+        dropped = len(r.facts_dropped)
+        weak_facts = r.model_facts >= WEAK_AFTER_FACTS and dropped > WEAK_SHARE * r.model_facts
+        # Chunks whose every answer was unusable count too (nothing of them is kept).
+        weak_chunks = self._invalid >= WEAK_CHUNKS and self._invalid > WEAK_SHARE * self._asked
+        if not (weak_facts or weak_chunks):
+            return False
+        from core.retain.rules import RulesExtractor
+
+        self._rules = RulesExtractor()
+        model = self.lm.name if self.lm else "the model"
+        self.notes.append(
+            f"auto mode switched to offline rules after {self._asked} chunks: '{model}' is too"
+            f" weak for this conversation (the checks dropped {dropped} of its"
+            f" {r.model_facts} facts; {self._invalid} chunks had no usable answer)"
+        )
+        return True
+
+    def _extract_chunk(self, exchange, known: list[str], where: str) -> list:
+        """One chunk through the extractor; in llm mode its progress steps fill as
+        the reply streams, and a cancel stops the reply mid-way."""
+        if self._too_weak():
+            assert self._rules is not None
+            return self._rules.extract(exchange, self.agent, known)
+        if self.mode is not ExtractionMode.LLM:
+            return self.extractor.extract(exchange, self.agent, known)
+        start, total = self.done, self.total
+        expected = self._reply_tokens / self._replies if self._replies else EXPECTED_REPLY_TOKENS
+        most = [0]
+
+        def on_tokens(count: int) -> None:
+            check(self.cancel)
+            most[0] = max(most[0], count)
+            filled = min(self.chunk_steps - 1, int(most[0] / expected * self.chunk_steps))
+            self.done = min(start + filled, total)
+            report(self.progress, self.done, total, f"{where}: {most[0]} tokens written")
+
+        report(self.progress, start, total, f"{where}: the model is reading it")
+        self._asked += 1
+        try:
+            facts = self.extractor.extract(exchange, self.agent, known, on_tokens=on_tokens)
+        except ExtractionError as error:
+            if getattr(error, "kind", "") == "invalid":
+                self._invalid += 1
+            raise
+        finally:
+            if most[0]:
+                self._reply_tokens += most[0]
+                self._replies += 1
+        self._record_checks(exchange, where.split(": chunk")[0])
+        return facts
+
+    def _record_checks(self, exchange, title: str) -> None:
+        """What the checks did to the model's facts, in the report."""
+        for checked in self.extractor.take_checks():
+            self.report.model_facts += len(checked.facts) + len(checked.dropped)
+            for verdicts, dropped in ((checked.dropped, True), (checked.repaired, False)):
+                self.report.checked += [
+                    CheckedFact(title, exchange.turn_ids, v.text, v.reason, dropped)
+                    for v in verdicts
+                ]
 
     # -- step 2: embed -----------------------------------------------------------
 

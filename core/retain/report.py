@@ -23,14 +23,29 @@ class ChunkFailure:
     reason: str
 
 
+@dataclass(frozen=True)
+class CheckedFact:
+    """A model's fact the checks dropped or repaired (core.retain.llm_checks)."""
+
+    document: str
+    turn_ids: tuple[str, ...]
+    text: str  # as the model wrote it
+    reason: str
+    dropped: bool
+
+
 @dataclass
 class DocumentResult:
     id: str
     title: str
-    status: str  # "ingested" | "skipped" (already in the bank) | "failed" (no chunk extracted)
+    # "ingested" | "skipped" (already in the bank, whole) | "failed" (no chunk
+    # extracted, nothing written) | "retried" (stored partial: its failed chunks
+    # were extracted again; `failed_chunks` failed again)
+    status: str
     turns: int = 0
     facts: int = 0
     failed_chunks: int = 0
+    retried_chunks: int = 0
 
 
 @dataclass
@@ -52,6 +67,9 @@ class IngestReport:
     opinion_events: int = 0
     jobs_queued: int = 0
     failures: list[ChunkFailure] = field(default_factory=list)
+    # llm mode: the model's facts, kept as given or repaired, and those dropped
+    checked: list[CheckedFact] = field(default_factory=list)
+    model_facts: int = 0  # facts the model gave (before the checks)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
     change: Change = field(default_factory=Change)
@@ -61,12 +79,44 @@ class IngestReport:
         return sum(1 for d in self.documents if d.status == "ingested")
 
     @property
+    def documents_retried(self) -> int:
+        return sum(1 for d in self.documents if d.status == "retried")
+
+    @property
     def documents_skipped(self) -> int:
         return sum(1 for d in self.documents if d.status == "skipped")
 
     @property
     def facts_total(self) -> int:
         return sum(self.facts.values())
+
+    @property
+    def facts_dropped(self) -> list[CheckedFact]:
+        return [c for c in self.checked if c.dropped]
+
+    @property
+    def facts_repaired(self) -> list[CheckedFact]:
+        return [c for c in self.checked if not c.dropped]
+
+    def check_summary(self) -> str:
+        """One line: how many of the model's facts the checks kept, repaired, dropped, why."""
+        if not self.model_facts:
+            return ""
+        dropped, repaired = self.facts_dropped, self.facts_repaired
+        kept = self.model_facts - len(dropped)
+        line = (
+            f"model's facts: {self.model_facts} given, {kept} kept"
+            f" ({len({c.text for c in repaired})} repaired), {len(dropped)} dropped"
+        )
+        causes: dict[str, int] = {}
+        for c in dropped:
+            key = c.reason.split(":", 1)[0]
+            causes[key] = causes.get(key, 0) + 1
+        if causes:
+            line += ": " + "; ".join(
+                f"{n} {k}" for k, n in sorted(causes.items(), key=lambda x: -x[1])
+            )
+        return line
 
     def _time(self, phase: str, seconds: float) -> None:
         self.timings[phase] = self.timings.get(phase, 0.0) + seconds
@@ -84,6 +134,16 @@ class IngestReport:
             if partly
             else ""
         )
+        retried = [d for d in self.documents if d.status == "retried"]
+        if retried:
+            again = sum(d.retried_chunks for d in retried)
+            still = sum(d.failed_chunks for d in retried)
+            partial += (
+                f", {len(retried)} partial retried ({again} failed chunk"
+                f"{'s' if again != 1 else ''} extracted again"
+                + (f", {still} failed again" if still else ", now whole")
+                + ")"
+            )
         lines = [
             f"mode: {mode}",
             f"documents: {self.documents_ingested} ingested{partial}, {self.documents_skipped} skipped"
@@ -101,6 +161,8 @@ class IngestReport:
             f"{self.opinion_events} events",
             f"observation jobs queued: {self.jobs_queued}",
         ]
+        if self.check_summary():
+            lines.append(self.check_summary())
         if self.timings:
             lines.append("time: " + ", ".join(f"{k} {v:.2f}s" for k, v in self.timings.items()))
         for failure in self.failures:
@@ -110,4 +172,4 @@ class IngestReport:
         return "\n".join(lines)
 
 
-__all__ = ["ChunkFailure", "DocumentResult", "IngestReport"]
+__all__ = ["CheckedFact", "ChunkFailure", "DocumentResult", "IngestReport"]

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
-from core.retain.documents import insert_document, insert_turns, remove_document, write_failures
+from core.retain.documents import (
+    clear_failures,
+    insert_document,
+    insert_turns,
+    remove_document,
+    write_failures,
+)
 from core.retain.links import write_links
 from core.retain.observations import queue_observation_jobs
 from core.retain.opinions import write_events, write_opinion_updates
@@ -39,21 +45,30 @@ def write_document(
     replaced: list[str],
     plan: Plan,
     failures: Sequence[ChunkFailure],
+    *,
+    retry: bool = False,
 ) -> Change:
     """Store one document's plan in ONE transaction: the document and its turns,
     entities and resolution decisions, units and mentions, merged duplicates,
     links, opinion updates and their events, failed chunks, observation jobs.
     `existing` (a forced re-ingest) is removed in the same transaction. Returns
-    what changed, for the studio's views."""
+    what changed, for the studio's views.
+
+    `retry`: the document is stored and partial; its failed chunks were
+    extracted again. Their facts join it, and its failures become `failures`
+    (the chunks that failed again), in the same transaction."""
     now = utcnow()
     removed: list[str] = []
     with store.transaction() as tx:
         con = tx.con
-        if existing:
-            removed = remove_document(con, existing[0], replaced)
-            tx.touch(removed)
-        insert_document(con, document_id, document, digest, now, mode, report.model)
-        insert_turns(con, document_id, document.turns)
+        if retry:
+            clear_failures(con, document_id)
+        else:
+            if existing:
+                removed = remove_document(con, existing[0], replaced)
+                tx.touch(removed)
+            insert_document(con, document_id, document, digest, now, mode, report.model)
+            insert_turns(con, document_id, document.turns)
         plan.resolver.write(con)
         ids = insert_units(
             con, plan.units, plan.vectors, store.embedding_model, now, document_id=document_id
@@ -75,12 +90,13 @@ def write_document(
     return Change.of(
         added={
             Kind.UNIT: ids,
-            Kind.DOCUMENT: [document_id],
+            Kind.DOCUMENT: [] if retry else [document_id],
             Kind.ENTITY: plan.resolver.new_entities,
             Kind.JOB: jobs,
         },
         updated={
             Kind.UNIT: list(plan.merged_sources) + [s.id for s in updated_opinions],
+            Kind.DOCUMENT: [document_id] if retry else [],
             Kind.OPINION: [s.id for s in updated_opinions],
             Kind.ENTITY: plan.resolver.updated_entities,
             Kind.LINK: ids,

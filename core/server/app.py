@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from core import limits
 from core.server import routes_cli, routes_engram, routes_hindsight
 from core.server.admission import Admission, AdmissionMiddleware
+from core.server.api_docs import PublicDocs
 from core.server.client import READ_METHODS
 from core.server.errors import engram_error
 from core.server.guard import Guard
@@ -66,6 +67,10 @@ def create_app(
         "own extensions under /engram/v1. Every request carries "
         "`Authorization: Bearer <token>`.",
         lifespan=lifespan,
+        # Swagger and ReDoc load their code from a CDN: core/server/api_docs.py serves
+        # /docs offline instead.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.served = served
     app.state.operations = operations
@@ -97,6 +102,8 @@ def create_app(
         max_body_bytes=max_body_bytes,
         limits={routes_engram.SNAPSHOT_IMPORT_SUFFIX: max_snapshot_bytes},
     )
+    # Outside the token check: the docs to a browser on this machine (no bank data).
+    app.add_middleware(PublicDocs, openapi=app.openapi)
     return app
 
 

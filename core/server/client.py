@@ -32,7 +32,7 @@ VALUE_TYPES = {
         "core.recall.trace": "RecallTrace ChannelResult QueryInterval Focus RerankScore "
         "RerankTrace SkippedFact PackingTrace ObservationsTrace",
         "core.recall.fusion": "Fused Contribution",
-        "core.retain.report": "ChunkFailure DocumentResult IngestReport",
+        "core.retain.report": "CheckedFact ChunkFailure DocumentResult IngestReport",
         "core.retain.observations": "JobsReport",
         "core.curate.audit": "AuditEntry",
         "core.curate.retract": "RetractPreview",

@@ -43,11 +43,14 @@ def _language_model(engine, spec: dict | None):
     """None: the owner's configured model (what `llm=None` means to the engine)."""
     if not spec or spec.get("owners"):
         return None
-    from core.providers.llm import LanguageModel, LlmSettings
+    from core.providers.llm import LlmSettings, open_model
 
-    return LanguageModel(
+    return open_model(
         LlmSettings(
-            host=str(spec["host"]), model=str(spec["model"]), timeout=engine.settings.ollama_timeout
+            host=str(spec["host"]),
+            model=str(spec["model"]),
+            timeout=engine.settings.ollama_timeout,
+            provider=engine.settings.llm_provider,
         )
     )
 

@@ -184,7 +184,12 @@ def compare(bank_id: str, body: CompareBody, served: Served) -> dict[str, Any]:
     comparison = served.get(bank_id).compare(
         body.query, [d.value() for d in body.dispositions], body.budget_tokens, now=body.now
     )
-    return {"query": comparison.query, "reflections": [r.to_dict() for r in comparison]}
+    return {
+        "query": comparison.query,
+        "mixed": comparison.mixed,
+        "warning": comparison.warning or None,
+        "reflections": [r.to_dict() for r in comparison],
+    }
 
 
 @router.get(BANK + "/reflections")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,12 +46,22 @@ def test_first_start_builds_the_demo_bank_in_the_runner(
     monkeypatch.setenv("ENGRAM_DEMO_DIR", str(demo_folder))
     window = make_window()
     progress = []
+    said = []  # what the bank list and a pane said while it was built
     window.runner.job_started.connect(
         lambda job: job.progressed.connect(lambda d, t, m: progress.append(m))
+    )
+    window.state.building_changed.connect(
+        lambda _b: said.append((window.bank_list.empty.text(), window.pane("world").empty.text()))
     )
     start_demo_build(window)
     qtbot.waitUntil(lambda: window.state.bank is not None, timeout=120_000)
     wait_idle(qtbot, window.runner)
+    assert window.state.building is None
+    assert any(
+        re.search(r"Building the bank “Demo: Juniper”… [1-9]\d?%", listed)
+        and "03-may-beacon-beta.json" in pane
+        for listed, pane in said
+    )
     bank = window.state.bank
     label = json.loads((demo_folder / "bank.json").read_text("utf-8"))
     assert bank.name == DEMO_NAME == label["name"]

@@ -253,3 +253,48 @@ def test_an_agents_retain_through_the_server_is_rebuilt_at_once(qtbot, window, t
     wait_idle(qtbot, window.runner, timeout=60_000)
     qtbot.waitUntil(lambda: bank.pending_jobs() == 0, timeout=30_000)
     qtbot.waitUntil(lambda: window.jobs_indicator.label.text() == "Jobs: none")
+
+
+@pytest.mark.slow
+def test_a_partial_document_is_marked_until_its_failed_chunks_are_retried(
+    qtbot, window, fake_ollama, tmp_path
+):
+    """Issue 30: a partly failed ingest was stored and then hidden."""
+    from dataclasses import replace
+
+    from tests.core.test_retain_llm import SESSIONS, Script, chat, kind_of
+
+    engine, bank = window.state.engine, window.state.bank
+    engine.set_settings(
+        replace(engine.settings, ollama_host=fake_ollama.url, ollama_model="llama3.2")
+    )
+    fake_ollama.responder = Script()
+    lm = engine.language_model()
+    try:
+        report = bank.ingest(chat(SESSIONS, "partial"), mode="llm", llm=lm)
+    finally:
+        lm.close()
+    assert len(report.failures) == 1
+    pane = window.show_pane("documents")
+    pane.refresh()
+    qtbot.waitUntil(lambda: any(d.partial for d in pane.documents))
+    qtbot.waitUntil(lambda: pane.select_document(report.documents[0].id))
+    row = next(i for i, d in enumerate(pane.documents) if d.partial)
+    assert "partial (1 failed)" in pane.table.item(row, 3).text()
+    qtbot.waitUntil(lambda: "Partial: 1 chunk" in pane.failures.text())
+    assert pane.retry_button.isVisible() and "FAIL-ME" not in pane.failures.text()
+    pane.grab().save(str(tmp_path / "partial-document.png"))
+
+    def healed(body):
+        if kind_of(body) == "extract":
+            body["messages"][-1]["content"] = body["messages"][-1]["content"].replace(
+                "FAIL-ME ", ""
+            )
+        return Script()(body)
+
+    fake_ollama.responder = healed
+    pane.retry_failed()
+    wait_idle(qtbot, window.runner, timeout=120_000)
+    qtbot.waitUntil(lambda: not any(d.partial for d in pane.documents))
+    assert not pane.retry_button.isVisible()
+    assert window.statusBar().currentMessage().startswith("Re-ingested “partial”")

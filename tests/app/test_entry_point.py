@@ -8,6 +8,7 @@ import json
 import pytest
 
 from app.main import build_parser
+from tests.app.conftest import REPO, wait_idle
 from tests.support.interpreter import run_python
 
 HEAVY = ("duckdb", "lancedb", "torch", "onnxruntime", "sentence_transformers", "PySide6", "pyarrow")
@@ -75,22 +76,63 @@ def test_help_banks_and_argument_errors_load_nothing_heavy(tmp_path, argv, expec
     assert loaded == []
 
 
+def test_the_launcher_without_a_file_opens_the_studio():
+    """The menu runs the launcher's `Exec=engram --open %f` with %f dropped: that is
+    the studio (it exited 2, "expected one argument", and nothing showed)."""
+    desktop = (REPO / "packaging" / "engram-studio.desktop").read_text("utf-8")
+    [exec_line] = [line for line in desktop.splitlines() if line.startswith("Exec=")]
+    words = exec_line.removeprefix("Exec=").split()
+    assert words[0] == "engram" and "%f" in words
+    from_menu = [w for w in words[1:] if w != "%f"]
+    args = build_parser().parse_args(from_menu)
+    assert args.command is None and args.open is None
+    opened = build_parser().parse_args([w.replace("%f", "/x/a.engram") for w in words[1:]])
+    assert opened.command is None and opened.open == "/x/a.engram"
+
+
+def _offer(qtbot, window):
+    from PySide6.QtWidgets import QMessageBox
+
+    box = window.findChild(QMessageBox, "offer-import")
+    qtbot.waitUntil(lambda: box.isVisible())
+    return box
+
+
 @pytest.mark.slow
-def test_open_imports_a_snapshot_and_opens_it(qtbot, make_window, small_bank, tmp_path):
-    """`engram --open FILE` (the desktop's "open with" for .engram files)."""
+def test_open_offers_to_import_a_snapshot_and_opens_it(qtbot, make_window, small_bank, tmp_path):
+    """`engram --open FILE` (the desktop's "open with" for .engram files): asked
+    first, then imported and opened."""
     from core import Engine
 
-    args = build_parser().parse_args(["--open", str(tmp_path / "a.engram")])
-    assert args.command is None and args.open == str(tmp_path / "a.engram")
     path = tmp_path / "small.engram"
     small_bank.export_snapshot(path)
     with Engine(tmp_path / "elsewhere") as other:
         window = make_window(engine=other)
         window.start(open_last=False)
         window.open_snapshot(path)
+        box = _offer(qtbot, window)
+        assert "small.engram" in box.text() and other.banks() == []  # nothing before a yes
+        box.buttons()[0].click()  # Import (the default button)
         qtbot.waitUntil(
             lambda: window.state.bank is not None and window.state.bank.name == "Small",
             timeout=60_000,
         )
         assert window.state.bank.count() == small_bank.count()
         window.close()
+
+
+def test_a_declined_snapshot_is_not_imported(qtbot, make_window, engine, tmp_path):
+    from PySide6.QtWidgets import QMessageBox
+
+    path = tmp_path / "any.engram"
+    path.write_bytes(b"not looked at before a yes")
+    window = make_window()
+    window.start(open_last=False)
+    window.open_snapshot(path)
+    box = _offer(qtbot, window)
+    box.button(QMessageBox.StandardButton.Cancel).click()
+    qtbot.waitUntil(lambda: "Did not import any.engram" in window.statusBar().currentMessage())
+    assert not any("Importing" in job.label for job in window.runner.jobs())
+    wait_idle(qtbot, window.runner)
+    assert engine.banks() == []
+    window.close()

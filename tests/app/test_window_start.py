@@ -116,3 +116,24 @@ def test_serving_and_the_mode_probe_wait_for_the_first_bank(
     assert bank_in_when == {"serve": True, "probe": True}
     window.server.stop()
     wait_idle(qtbot, window.runner)
+
+
+def test_while_a_bank_is_built_every_empty_state_says_so(qtbot, make_window, engine):
+    """The first start's demo build: not "No banks yet / create one" but the bank
+    being built and how far it got, in the bank list and every pane, until it opens."""
+    from app.banks import NO_BANKS
+    from app.state import Building
+
+    window = make_window(start=True)
+    wait_idle(qtbot, window.runner)
+    world = window.pane("world")
+    assert window.bank_list.empty.text() == NO_BANKS and world.empty.text() == NO_BANK
+    window.state.set_building(Building("Demo: Juniper", 420, 1000, "03-may.json: chunk 3/9"))
+    for text in (world.empty.text(), window.pane("audit").empty.text()):  # audit built now
+        assert "Building the bank <b>Demo: Juniper</b>… 42%" in text
+        assert "03-may.json: chunk 3/9" in text
+    listed = window.bank_list.empty.text()
+    assert "Building the bank “Demo: Juniper”… 42%" in listed and "Create one" not in listed
+    assert window.bank_list.empty.isVisible()
+    window.state.set_building(None)
+    assert window.bank_list.empty.text() == NO_BANKS and world.empty.text() == NO_BANK

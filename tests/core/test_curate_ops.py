@@ -15,6 +15,7 @@ from tests.support.curation import (
     table_rows,
     vector_ids,
 )
+from tests.support.terminal import at_a_terminal
 
 
 def _links_of(bank, unit_id, kind=None):
@@ -325,10 +326,10 @@ def test_cli_curation_commands(built, engine, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "merged entity 'Alice' into 'Robert' (undone)" in out
     assert "renamed entity 'Bob' to 'Robert'" in out
-    monkeypatch.setattr("builtins.input", lambda prompt: "google")  # not the exact name
+    at_a_terminal(monkeypatch, "google")  # not the exact name
     assert cli([*home, "purge", "test", "Google"]) == 1
     assert "cannot be undone" in capsys.readouterr().out.lower()
-    monkeypatch.setattr("builtins.input", lambda prompt: "Google")
+    at_a_terminal(monkeypatch, "Google")
     assert cli([*home, "purge", "test", "Google"]) == 0
     assert cli([*home, "retract", "test", "Google"]) == 1
     assert cli([*home, "rename-entity", "test", "Nobody", "X"]) == 1

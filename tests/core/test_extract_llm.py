@@ -92,7 +92,9 @@ def test_normal_answer_becomes_facts_and_the_request_is_structured(fake_ollama) 
         ("LGBTQ", "concept"),
     ]
     assert [(c.target_index, c.relation, c.strength) for c in went.causal] == [(1, "causes", 0.7)]
-    assert brave.network is Network.OPINION and brave.confidence == pytest.approx(0.6)
+    # Melanie's view, not the agent's (Caroline's): a world fact naming its holder.
+    assert brave.network is Network.WORLD and brave.confidence is None
+    assert brave.text.startswith("Melanie thinks")
     assert brave.occurred_start is None and brave.occurred_end is None
     # The speaker the model forgot to list but named in the text is added as a person.
     assert ("Caroline", "person") in [(e.name, e.type) for e in brave.entities]

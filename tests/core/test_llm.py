@@ -361,9 +361,11 @@ def test_available_false_when_no_model_installed(fake_ollama: FakeOllama) -> Non
     assert lm(fake_ollama).available() is False
 
 
-def test_check_reports_available_model(fake_ollama: FakeOllama) -> None:
-    assert (
-        lm(fake_ollama).check() == f"Connected to {fake_ollama.url}: 2 models; 'llama3.2' available"
+def test_check_reports_available_model_with_what_it_supports(fake_ollama: FakeOllama) -> None:
+    # What the model is and can do comes from /api/show, as Settings shows it.
+    assert lm(fake_ollama).check() == (
+        f"Connected to {fake_ollama.url}: 2 models; 'llama3.2' available"
+        " (llama · 3.2B · Q4_K_M · context 131,072 tokens · completion, thinking)"
     )
 
 

@@ -16,6 +16,7 @@ from core.retain.importers import parse_documents
 from core.store.lexical import query_terms
 from tests.support.curation import folder_contains, lexical_ids
 from tests.support.embedders import HashEmbedder
+from tests.support.terminal import at_a_terminal
 
 GRACE = b"""Alice: My sister Grace is visiting next week from Boston.
 Bob: Grace is a nurse at the city hospital, right?
@@ -77,7 +78,7 @@ def test_the_purge_preview_lists_each_redaction_in_context(engine, capsys, monke
     home = str(engine.home)
     bank.close()
     engine.close()
-    monkeypatch.setattr("builtins.input", lambda prompt: "not the name")
+    at_a_terminal(monkeypatch, "not the name")
     assert cli_main(["--home", home, "purge", "g", "Grace"]) == 1
     out = capsys.readouterr().out
     assert "turns.text" in out and "My sister «Grace» is visiting" in out

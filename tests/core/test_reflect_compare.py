@@ -1,8 +1,9 @@
-"""compare: several Θ on the same evidence, in parallel, nothing committed until one is kept."""
+"""compare: several Θ on the same evidence, one after another, nothing committed until one is kept."""
 
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime
 
 import pytest
@@ -47,19 +48,24 @@ def park(bank):
 
 
 @pytest.mark.slow
-def test_compare_answers_each_theta_in_parallel_on_the_same_evidence(
-    engine, bank, fake_ollama, park
-):
-    # Every answer request waits here until all three arrived: answered one
-    # after the other, the barrier would break and the test fail.
-    barrier = threading.Barrier(len(THETAS), timeout=30)
+def test_compare_answers_each_theta_in_turn_on_the_same_evidence(engine, bank, fake_ollama, park):
+    # A local model answers one request at a time; requests sent together would
+    # wait in its queue with their silence timers running (issue 30: 6 of 8 calls
+    # cut at 60 s on a CPU model). So no two model calls may overlap.
+    lock = threading.Lock()
+    active = [0, 0]  # now, most at once
 
     def answer(body):
+        with lock:
+            active[0] += 1
+            active[1] = max(active[1], active[0])
         try:
-            barrier.wait()
-        except threading.BrokenBarrierError:
-            return Reply.http_error(400, "answers were not requested in parallel")
-        return f"Answer at skepticism {level(body)}."
+            # Long enough for requests sent together to overlap here.
+            time.sleep(0.2)
+            return f"Answer at skepticism {level(body)}."
+        finally:
+            with lock:
+                active[0] -= 1
 
     def formation(body):
         n = level(body)
@@ -79,6 +85,8 @@ def test_compare_answers_each_theta_in_parallel_on_the_same_evidence(
 
     comparison = bank.compare(QUERY, THETAS)
 
+    assert active[1] == 1
+    assert not comparison.mixed and comparison.warning == ""
     assert [r.answer for r in comparison.reflections] == [
         "Answer at skepticism 1.",
         "Answer at skepticism 3.",
@@ -182,3 +190,37 @@ def test_offline_compare_selects_per_disposition_and_commits_nothing(engine, ban
     bank.commit_reflection(high)
     assert bank.reflections()[0].mode == "offline extractive"
     assert state(bank)["units"] == before["units"]
+
+
+@pytest.mark.slow
+def test_a_comparison_of_composed_and_extractive_answers_says_so(engine, bank, fake_ollama, park):
+    """Issue 30: one disposition silently became an extractive list while the
+    other was composed, and the side-by-side compared the two."""
+
+    def answer(body):
+        if level(body) == 5:
+            # Every attempt cut at the token limit: that column falls back.
+            return Reply.text("A long answer that never ends", done_reason="length")
+        return "Composed."
+
+    fake_ollama.responder = Router(answer=answer, opinions=[])
+    use_fake(engine, fake_ollama)
+    comparison = bank.compare(QUERY, [THETAS[0], THETAS[2]])
+    composed, listed = comparison.reflections
+    assert not composed.offline and listed.offline
+    assert comparison.mixed
+    assert comparison.warning.startswith("not a like-for-like comparison: answer 1 was composed")
+    assert "answer 2 is an extractive list" in comparison.warning
+
+
+@pytest.mark.slow
+def test_once_the_model_is_gone_the_other_columns_do_not_wait_for_it(
+    engine, bank, fake_ollama, park
+):
+    router = Router(answer=lambda body: Reply.dies(shutdown_server=True), opinions=[])
+    fake_ollama.responder = router
+    use_fake(engine, fake_ollama)
+    comparison = bank.compare(QUERY, THETAS)
+    assert all(r.offline for r in comparison.reflections) and not comparison.mixed
+    assert len(router.answer_bodies) == 1
+    assert all("failed" in " ".join(r.notes) for r in comparison.reflections)

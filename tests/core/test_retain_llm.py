@@ -47,7 +47,7 @@ SESSIONS = [
         ("Alice", "I love hiking in Yosemite every spring."),
         ("Bob", "I recommended Yosemite to Alice last year."),
         ("Alice", "My sister Priya moved to Lisbon for Northwind."),
-        ("Bob", "Lisbon is a lovely city."),
+        ("Bob", "I love Lisbon, it is a lovely city."),
     ],
     [
         ("Alice", "Priya says the Northwind office is tiny."),
@@ -96,6 +96,12 @@ def kind_of(body: dict[str, Any]) -> str:
     return "chat"
 
 
+def profile_of(prompt: str) -> str:
+    """A profile the facts support: the entity's first listed fact, retold."""
+    first = next(line[2:] for line in prompt.splitlines() if line.startswith("- "))
+    return f"In short: {first}"
+
+
 class Script:
     """A responder: extraction from the prompt's turns, scripted assessments."""
 
@@ -118,7 +124,7 @@ class Script:
         if kind == "assess":
             self.assessments.append(prompt)
             return self.assessment
-        return Reply.text("A neutral third-person profile written by the model.")
+        return Reply.text(profile_of(prompt))
 
 
 @pytest.mark.slow
@@ -156,7 +162,7 @@ def test_llm_mode_end_to_end(bank, fake_ollama: FakeOllama) -> None:
     jobs = bank.process_jobs(llm=model)
     assert jobs.mode == "llm" and jobs.observations_written > 0
     observation = bank.observation(priya.id)
-    assert observation.text == "A neutral third-person profile written by the model."
+    assert observation.text.startswith("In short: ")
     assert observation.extraction_mode is ExtractionMode.LLM
     assert not [b for b in fake_ollama.chat_requests if kind_of(b) == "chat" and b.get("format")]
     assert bank.verify().ok
@@ -181,6 +187,52 @@ def test_a_failing_chunk_writes_nothing_of_itself(bank, fake_ollama: FakeOllama)
     assert "FAILED chunk" in report.summary()
     # In, but not whole: the count says so, not only the FAILED line below it.
     assert "documents: 1 ingested (1 partly: 1 chunk failed), 0 skipped" in report.summary()
+    [listed] = bank.documents()
+    assert listed.partial and listed.failed_chunks == 1
+    assert bank.verify().ok
+
+
+@pytest.mark.slow
+def test_ingesting_a_partial_document_again_retries_exactly_its_failed_chunks(
+    bank, fake_ollama: FakeOllama
+) -> None:
+    script = Script()
+    fake_ollama.responder = script
+    document = chat(SESSIONS)
+    bank.ingest(document, mode="llm", llm=lm(fake_ollama))
+    before = {u.id: u.text for u in bank.units(limit=None)}
+    fake_ollama.clear()
+
+    # Still failing: only that chunk is asked again, and the document stays partial.
+    again = bank.ingest(document, mode="llm", llm=lm(fake_ollama))
+    asked = [b for b in fake_ollama.chat_requests if kind_of(b) == "extract"]
+    assert asked and all("[chat8]" in b["messages"][1]["content"] for b in asked)
+    assert not any("[chat0]" in b["messages"][1]["content"] for b in asked)
+    assert [d.status for d in again.documents] == ["retried"] and len(again.failures) == 1
+    assert "1 failed again" in again.summary()
+    assert bank.documents()[0].failed_chunks == 1
+
+    # The model can read it now: the chunk's facts join the document, which is whole.
+    healed = Script()
+
+    def responder(body: dict[str, Any]) -> Any:
+        prompt = body["messages"][-1]["content"]
+        return healed(
+            {**body, "messages": [{"role": "user", "content": prompt.replace("FAIL-ME ", "")}]}
+        )
+
+    fake_ollama.responder = responder
+    whole = bank.ingest(document, mode="llm", llm=lm(fake_ollama))
+    assert healed.extracts == 1 and not whole.failures
+    assert "now whole" in whole.summary()
+    units = {u.id: u.text for u in bank.units(limit=None)}
+    assert {k: units[k] for k in before} == before  # the good chunks were not redone
+    sources = {s for u in bank.units(limit=None) for s in u.source_ids}
+    assert sources == {f"chat{i}" for i in range(12)}
+    [listed] = bank.documents()
+    assert not listed.partial and listed.units == len(units)
+    # Whole: a further run skips it.
+    assert [d.status for d in bank.ingest(document, mode="rules").documents] == ["skipped"]
     assert bank.verify().ok
 
 
@@ -221,6 +273,7 @@ def test_no_chunk_extracted_means_no_document(bank, fake_ollama: FakeOllama) -> 
 
 @pytest.mark.slow
 def test_llm_contradiction_rewrites_the_opinion(bank, fake_ollama: FakeOllama) -> None:
+    bank.set_profile(agent_name="Alice")  # opinions are the agent's own
     fake_ollama.responder = Script()
     model = lm(fake_ollama)
     bank.ingest(chat(SESSIONS[:1], title="first"), mode="llm", llm=model)
@@ -289,3 +342,132 @@ def test_small_talk_with_no_facts_is_done_and_a_lazy_empty_answer_fails(
     assert "states something" in failure.reason and "Priya moved to Lisbon" in failure.reason
     retries = [b for b in fake_ollama.chat_requests if kind_of(b) == "extract"]
     assert any("states something" in str(b["messages"]) for b in retries), "re-asked with why"
+
+
+@pytest.mark.slow
+def test_progress_moves_within_a_chunk_and_a_cancel_stops_it_mid_reply(
+    bank, fake_ollama: FakeOllama
+) -> None:
+    """Issue 30: on a CPU model a chunk takes a minute or more, and progress
+    moved once per chunk; it follows the streamed tokens now."""
+    from core.progress import CancelToken
+    from core.types import CancelledError
+
+    def streamed(body: dict[str, Any]) -> Any:
+        reply = Script()(body)
+        return Reply.json(reply, chunks=150) if isinstance(reply, dict) else reply
+
+    fake_ollama.responder = streamed
+    seen: list[tuple[int, int, str]] = []
+    bank.ingest(
+        chat(SESSIONS[:1]), mode="llm", llm=lm(fake_ollama), progress=lambda *a: seen.append(a)
+    )
+    first = [(done, msg) for done, _total, msg in seen if "chunk 1/1" in msg]
+    assert first[0][1].endswith("the model is reading it")
+    streaming = [done for done, msg in first if "tokens written" in msg]
+    assert len(set(streaming)) >= 3 and streaming == sorted(streaming)
+    assert first[-1][1].startswith("chat: extracted chunk 1/1")
+
+    token = CancelToken()
+
+    def cancel_mid_reply(done: int, total: int, message: str) -> None:
+        if "tokens written" in message:
+            token.cancel()
+
+    before = bank.count(None)
+    with pytest.raises(CancelledError):
+        bank.ingest(
+            chat(SESSIONS[1:2], "other"),
+            mode="llm",
+            llm=lm(fake_ollama),
+            progress=cancel_mid_reply,
+            cancel=token,
+        )
+    assert bank.count(None) == before
+
+
+@pytest.mark.slow
+def test_a_profile_sentence_its_facts_do_not_support_is_cut(bank, fake_ollama: FakeOllama) -> None:
+    """Issue 30: "Maya, a 25-year-old woman with a passion for music and
+    technology" was kept, and then appeared in reflect's evidence."""
+    fake_ollama.responder = Script()
+    model = lm(fake_ollama)
+    bank.ingest(chat(SESSIONS[:1]), mode="llm", llm=model)
+
+    def invented(body: dict[str, Any]) -> Any:
+        if kind_of(body) != "chat":
+            return Script()(body)
+        prompt = body["messages"][-1]["content"]
+        return Reply.text(
+            f"{profile_of(prompt)} Priya is a 25-year-old woman with a passion for music."
+        )
+
+    fake_ollama.responder = invented
+    jobs = bank.process_jobs(llm=model)
+    priya = next(e for e in bank.entities() if e.name == "Priya")
+    text = bank.observation(priya.id).text
+    assert text.startswith("In short: ") and "25-year-old" not in text
+    assert any("25-year-old" in sentence for _e, sentence, _why in jobs.unsupported)
+
+    def only_invented(body: dict[str, Any]) -> Any:
+        if kind_of(body) != "chat":
+            return Script()(body)
+        return Reply.text("Priya is a 25-year-old musician.")
+
+    fake_ollama.responder = only_invented
+    later = chat([[("Alice", "Priya moved to Lisbon for Northwind again.")]], "later")
+    bank.ingest(later, mode="llm", llm=model)
+    jobs = bank.process_jobs(llm=model)
+    text = bank.observation(priya.id).text
+    # Nothing supported: the rules profile stands in, and the report says why.
+    assert "musician" not in text and jobs.notes
+    assert "no sentence of the model's profile is supported" in jobs.fallback_note()
+
+
+def invented_facts(body: dict[str, Any]) -> Any:
+    """A model too weak for the job: well-formed facts about nothing the turns say."""
+    if kind_of(body) != "extract":
+        return Script()(body)
+    ids = [m[0] for m in _TURN.findall(body["messages"][-1]["content"])]
+    return {
+        "facts": [
+            {
+                "text": f"Zorblax visited Quuxville with {n} purple llamas.",
+                "network": "world",
+                "source_ids": ids[:1],
+            }
+            for n in ("seven", "eight", "nine")
+        ]
+    }
+
+
+@pytest.mark.slow
+def test_what_the_checks_drop_is_in_the_report_and_auto_turns_to_rules(
+    engine, bank, fake_ollama: FakeOllama
+) -> None:
+    from core.settings import EngineSettings
+
+    bank.set_profile(agent_name="Bob")
+
+    def mixed(body: dict[str, Any]) -> Any:
+        reply = Script()(body)
+        if kind_of(body) == "extract":
+            reply["facts"].append({"text": "Alice: Wow.", "network": "opinion", "confidence": 0.9})
+        return reply
+
+    fake_ollama.responder = mixed
+    report = bank.ingest(chat(SESSIONS[:1]), mode="llm", llm=lm(fake_ollama))
+    [dropped] = report.facts_dropped
+    assert dropped.text == "Alice: Wow." and dropped.reason.startswith("a turn copied")
+    assert dropped.dropped and dropped.turn_ids == ("chat0", "chat1", "chat2", "chat3")
+    assert report.model_facts == 5 and bank.count(None) == 4
+    assert "model's facts: 5 given, 4 kept" in report.summary() and "1 dropped" in report.summary()
+
+    # In auto mode a model whose answers are unusable hands over to the rules.
+    engine.set_settings(EngineSettings(ollama_host=fake_ollama.url, ollama_model=MODEL))
+    fake_ollama.responder = invented_facts
+    report = bank.ingest(chat(SESSIONS, "weak"), mode="auto")
+    assert any("auto mode switched to offline rules" in n for n in report.notes)
+    assert len(report.failures) == 2  # the chunks the model spoilt, to retry
+    rules_units = [u for u in bank.units(limit=None) if u.extraction_mode is ExtractionMode.RULES]
+    assert rules_units and not [u for u in bank.units(limit=None) if "Zorblax" in u.text]

@@ -12,7 +12,8 @@ Shapes follow Ollama's documented API (docs/api.md) and the models in
 
 - GET  /api/version  -> {"version": ...}
 - GET  /api/tags     -> {"models": [{"name", "model", "modified_at", "size", "digest", "details"}]}
-- POST /api/show     -> {"modelfile", "parameters", "template", "details", "model_info", "capabilities"}
+- POST /api/show     -> {"modelfile", "parameters", "template", "details", "model_info"
+                         (with `<family>.context_length`), "capabilities"}
 - POST /api/chat     -> {"model", "created_at", "message": {"role", "content", "thinking"?},
                          "done_reason", "done", durations and counts}
 - POST /api/generate -> like chat but with "response" (and "thinking") instead of "message"
@@ -30,6 +31,9 @@ Tokens are counted as `tokens_of` does: a token is about four characters.
 Streamed answers (the default, as in Ollama) arrive in `Reply.chunks` pieces
 with chunked transfer encoding, `Reply.chunk_delay` seconds apart, so a slow
 model that keeps producing tokens can be told from one that says nothing.
+`Reply.delay` comes before anything, the response's headers included: that is
+how a real Ollama reads a long prompt (it sends nothing until the first token).
+The final chunk's prompt_eval_duration follows `prompt_rate`.
 """
 
 from __future__ import annotations
@@ -150,6 +154,9 @@ def fake_embedding(text: str, dim: int) -> list[float]:
 class FakeOllama:
     """The fake server. Use as a context manager or call `start()` / `stop()`."""
 
+    # The protocol it speaks (tests/fakes/openai_server.py speaks another).
+    handler: type[BaseHTTPRequestHandler]
+
     def __init__(
         self,
         replies: Iterable[Reply | Mapping[str, Any] | str] = (),
@@ -158,6 +165,9 @@ class FakeOllama:
         models: Iterable[str] = DEFAULT_MODELS,
         think_capable: bool = True,
         embed_dim: int = 16,
+        context_length: int = 131072,
+        capabilities: Iterable[str] | None = None,
+        prompt_rate: float = 1_000_000.0,
     ) -> None:
         self._lock = threading.Lock()
         self._replies: deque[Reply] = deque(_as_reply(r) for r in replies)
@@ -166,6 +176,14 @@ class FakeOllama:
         # Real Ollama refuses think=true for models without the thinking capability.
         self.think_capable = think_capable
         self.embed_dim = embed_dim
+        # What /api/show reports: the model's own context (`model_info`'s
+        # `<family>.context_length`) and capabilities (None: completion, plus
+        # thinking when think_capable; () for an old server that lists none).
+        self.context_length = context_length
+        self.capabilities = None if capabilities is None else list(capabilities)
+        # Prompt tokens read a second, as the final chunk's prompt_eval_duration
+        # reports it (a CPU model: tens; the default: instant).
+        self.prompt_rate = prompt_rate
         self._requests: list[RecordedRequest] = []
         # Chat/generate bodies whose prompt did not fit the context they asked for.
         self.cut_prompts: list[dict[str, Any]] = []
@@ -180,7 +198,7 @@ class FakeOllama:
     def start(self) -> FakeOllama:
         if self._server is not None:
             return self
-        server = _Server(("127.0.0.1", 0), _Handler)
+        server = _Server(("127.0.0.1", 0), self.handler)
         server.fake = self
         self._server = server
         self.port = server.server_address[1]
@@ -406,7 +424,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, f"model '{body.get('model')}' not found")
             return
         entry = self._model_entry(name)
-        capabilities = ["completion"] + (["thinking"] if self.fake.think_capable else [])
+        capabilities = self.fake.capabilities
+        if capabilities is None:
+            capabilities = ["completion"] + (["thinking"] if self.fake.think_capable else [])
+        family = entry["details"]["family"]
         self._send(
             200,
             {
@@ -414,7 +435,10 @@ class _Handler(BaseHTTPRequestHandler):
                 "parameters": "temperature 0.8",
                 "template": "{{ .Prompt }}",
                 "details": entry["details"],
-                "model_info": {"general.architecture": entry["details"]["family"]},
+                "model_info": {
+                    "general.architecture": family,
+                    f"{family}.context_length": self.fake.context_length,
+                },
                 "capabilities": capabilities,
                 "modified_at": entry["modified_at"],
             },
@@ -482,7 +506,9 @@ class _Handler(BaseHTTPRequestHandler):
             "total_duration": 5_000_000,
             "load_duration": 1_000_000,
             "prompt_eval_count": min(prompt_tokens, num_ctx),
-            "prompt_eval_duration": 1_000_000,
+            "prompt_eval_duration": max(
+                1, int(min(prompt_tokens, num_ctx) / self.fake.prompt_rate * 1e9)
+            ),
             "eval_count": max(1, tokens_of(content)),
             "eval_duration": 3_000_000,
         }
@@ -530,6 +556,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except OSError:
             self.close_connection = True
+
+
+FakeOllama.handler = _Handler
 
 
 def _split(text: str, n: int) -> list[str]:

@@ -125,8 +125,10 @@ LLM_REPLIES: dict[str, tuple[str, dict]] = {
     ),
     "bidi-entity": (
         '{"facts": [{"text": "Ann met Zed.", "network": "world",'
-        ' "entities": [{"name": "Zed\\u202egpj.exe", "type": "person"}]}]}',
-        {"usable": True, "entities": ["Zedgpj.exe"]},
+        ' "entities": [{"name": "Z\\u202eed", "type": "person"}]}]}',
+        # The name cleaned of its override is the exchange's own "Zed" (a name
+        # the exchange never says is dropped as the model's invention).
+        {"usable": True, "entities": ["Zed"]},
     ),
     "only-controls-entity": (
         '{"facts": [{"text": "Ann met someone.", "network": "world",'
