@@ -21,7 +21,7 @@ from core.server.admission import Admission, AdmissionMiddleware
 from core.server.api_docs import PublicDocs
 from core.server.client import READ_METHODS
 from core.server.errors import engram_error
-from core.server.guard import Guard
+from core.server.guard import READ_TIMEOUT, REQUEST_TIMEOUT, Guard
 from core.server.operations import Operations
 from core.server.served import ServedBanks
 from core.types import EngramError
@@ -39,9 +39,11 @@ def create_app(
     max_snapshot_bytes: int = MAX_SNAPSHOT,
     mcp: bool = True,
     queues: dict[str, int] | None = None,
+    read_timeout: float = READ_TIMEOUT,
+    request_timeout: float = REQUEST_TIMEOUT,
 ) -> FastAPI:
     """The app over `served`. `queues` sets the per-bank bounds (admission.py:
-    writes_waiting, reads, reads_waiting)."""
+    writes_waiting, reads, reads_waiting); the timeouts are guard.py's."""
     from core.server.version import ENGRAM_VERSION
 
     operations = Operations(served)
@@ -101,6 +103,8 @@ def create_app(
         token=token,
         max_body_bytes=max_body_bytes,
         limits={routes_engram.SNAPSHOT_IMPORT_SUFFIX: max_snapshot_bytes},
+        read_timeout=read_timeout,
+        request_timeout=request_timeout,
     )
     # Outside the token check: the docs to a browser on this machine (no bank data).
     app.add_middleware(PublicDocs, openapi=app.openapi)

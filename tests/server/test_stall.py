@@ -15,6 +15,7 @@ import time
 import httpx
 import pytest
 
+from core import Engine
 from tests.server.conftest import TOKEN, serving
 
 QUEUED = 48  # more than AnyIO's 40 worker threads
@@ -112,3 +113,86 @@ def test_a_write_whose_client_left_leaves_the_queue(queued_server):
         lock.release()
     bank = served.banks.get("other")
     assert "Written after all?" not in {u.text for u in bank.units(limit=None)}
+
+
+# -- item 3: every request's time is bounded, and work stops when its client leaves --
+
+
+def _slow_llm_server(tmp_path, embedder, fake_ollama, **options):
+    """A headless server whose model takes a second per chunk (the fake Ollama)."""
+    from core import EngineSettings
+    from tests.core.test_retain_llm import Script, kind_of
+    from tests.fakes.ollama_server import Reply
+
+    script = Script()
+
+    def slow(body):
+        reply = script(body)
+        return Reply.json(reply, delay=1.0) if isinstance(reply, dict) else reply
+
+    fake_ollama.responder = slow
+    home = tmp_path / "home"
+    with Engine(home, embedder=embedder) as engine:
+        engine.set_settings(
+            EngineSettings(ollama_host=fake_ollama.url, ollama_model=fake_ollama.models[0])
+        )
+        engine.create_bank("slow")
+
+    def extractions() -> int:
+        return sum(kind_of(b) == "extract" for b in fake_ollama.chat_requests)
+
+    return serving(home, embedder, headless=True, mcp=False, **options), extractions
+
+
+def _three_days() -> dict:
+    """One document, three sessions (three chunks), each asked of the model."""
+    return {
+        "items": [
+            {
+                "content": text,
+                "document_id": "three-days",
+                "timestamp": f"2024-03-0{day}T10:00:00Z",
+                "metadata": {"speaker": "Alice"},
+                "strategy": "llm",
+            }
+            for day, text in (
+                (1, "I love hiking in Yosemite every spring."),
+                (2, "My sister Priya moved to Lisbon for Northwind."),
+                (3, "Priya got promoted at Northwind yesterday."),
+            )
+        ]
+    }
+
+
+@pytest.mark.slow
+def test_a_request_past_its_time_bound_stops_between_chunks(tmp_path, embedder, fake_ollama):
+    server, extractions = _slow_llm_server(tmp_path, embedder, fake_ollama, request_timeout=1.5)
+    with server as served, served.client() as http:
+        r = http.post("/v1/default/banks/slow/memories", json=_three_days())
+        assert r.status_code == 504, r.text
+        assert "time bound of 1.5 s" in r.json()["detail"]
+        assert extractions() < 3  # it stopped: the third session was never asked
+        bank = served.banks.get("slow")
+        assert bank.documents() == [] and bank.count(status=None) == 0
+
+
+@pytest.mark.slow
+def test_work_whose_client_left_stops_between_chunks(tmp_path, embedder, fake_ollama):
+    server, extractions = _slow_llm_server(tmp_path, embedder, fake_ollama)
+    with server as served:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(
+                served.url + "/v1/default/banks/slow/memories",
+                json=_three_days(),
+                headers={"Authorization": f"Bearer {TOKEN}"},
+                timeout=0.5,
+            )
+        lock = served.banks.lock("slow")
+        # Started (it asked the model server something), then done with the bank.
+        wait_until(
+            lambda: fake_ollama.requests and not lock.locked,
+            what=lambda: (len(fake_ollama.requests), lock.locked, lock.waiting),
+        )
+        assert extractions() < 3, "the retain went on for a client that had left"
+        bank = served.banks.get("slow")
+        assert bank.documents() == [] and bank.count(status=None) == 0
