@@ -61,7 +61,7 @@ def build_demo_bank(
     bank = engine.create_bank(
         name, background=label.get("background", ""), agent_name=label.get("agent_name", "")
     )
-    result = DemoBuild(bank, change=Change.of(added={Kind.BANK: [name]}))
+    result = DemoBuild(bank, change=Change.of(added={Kind.BANK: [bank.id]}))
     try:
         if "disposition" in label:
             bank.set_profile(disposition=Disposition.from_dict(label["disposition"]))

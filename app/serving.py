@@ -41,7 +41,7 @@ def serving_port() -> int:
 
 
 class StudioServer(QObject):
-    changed = Signal(str, object)  # bank name, Change: emitted on a server thread
+    changed = Signal(str, object)  # bank id, Change: emitted on a server thread
     status_changed = Signal()  # started, stopped, or failed to start
     _started = Signal(int, object, object, str)  # generation, handle or None, served, error
 
@@ -61,6 +61,7 @@ class StudioServer(QObject):
         self.changed.connect(self._broadcast, Qt.ConnectionType.QueuedConnection)
         self._started.connect(self._on_started, Qt.ConnectionType.QueuedConnection)
         state.bank_changed.connect(self._bank_changed)
+        state.runner.changed.connect(self._studio_changed)
         state.runner.lock_for = self.lock_for
 
     # -- what the status bar and Settings show --------------------------------
@@ -179,7 +180,7 @@ class StudioServer(QObject):
         if self.served is None:
             return  # adopted when the server starts
         if old is not None and old is not bank:
-            self.served.release(old.name)  # also withdraws its address
+            self.served.release(old.id)  # also withdraws its address
         if bank is not None:
             self.served.adopt(bank)
 
@@ -191,17 +192,23 @@ class StudioServer(QObject):
         from core import Bank  # loaded with the server (not at start-up: see app/panes)
 
         bank = key if isinstance(key, Bank) else (self._bank if mutating and key is None else None)
-        return self.served.lock(bank.name) if bank is not None else None
+        return self.served.lock(bank.id) if bank is not None else None
 
-    # -- writes made through the server ---------------------------------------
+    # -- writes made through the server, and the studio's own ---------------------
 
-    def _from_server(self, bank_name: str, change: Change) -> None:
-        self.changed.emit(bank_name, change)  # any thread; delivered queued
+    @Slot(object, object)
+    def _studio_changed(self, change: Change, _initiator: object) -> None:
+        """The studio changed the open bank: clients following it hear of it too."""
+        if self.served is not None and self._bank is not None:
+            self.served.published(self._bank.id, change)
+
+    def _from_server(self, bank_id: str, change: Change) -> None:
+        self.changed.emit(bank_id, change)  # any thread; delivered queued
 
     @Slot(str, object)
-    def _broadcast(self, bank_name: str, change: Change) -> None:
+    def _broadcast(self, bank_id: str, change: Change) -> None:
         bank = self.state.bank
-        if bank is not None and bank.name == bank_name:
+        if bank is not None and bank.id == bank_id:
             self.state.broadcast(change)
 
 

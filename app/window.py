@@ -271,6 +271,7 @@ class MainWindow(QMainWindow):
         """Open a bank by name or BankInfo in the runner; the current one is closed after."""
         name = target if isinstance(target, str) else target.name
         folder = None if isinstance(target, str) else target.folder
+        ref = target if isinstance(target, str) else (target.id or target.name)
         closing = folder in self._closing_banks or any(
             b.name == name for b in self._closing_banks.values()
         )
@@ -283,12 +284,12 @@ class MainWindow(QMainWindow):
         engine = self.engine
         # Off the UI thread: the first open also loads DuckDB, LanceDB and Tantivy.
         self.runner.run_query(
-            lambda: engine.open_bank(name), self._opened, lambda e: self._open_failed(e, name)
+            lambda: engine.open_bank(ref), self._opened, lambda e: self._open_failed(e, name)
         )
 
     def _opened(self, bank: Bank) -> None:
         if bank.closed:  # closed by a switch that raced this open: open it again
-            self.open_bank(bank.name)
+            self.open_bank(bank.id)
             return
         self.statusBar().showMessage(f"Opened “{bank.name}”.", 4000)
         self.set_bank(bank)
@@ -389,7 +390,7 @@ class MainWindow(QMainWindow):
 
         def create() -> _Opened:
             bank = engine.create_bank(name, agent_name=agent_name, background=background)
-            return _Opened(bank, Change.of(added={Kind.BANK: [name]}))
+            return _Opened(bank, Change.of(added={Kind.BANK: [bank.id]}))
 
         self.runner.run_op(create, lambda opened: self.set_bank(opened.bank))
 
@@ -709,7 +710,9 @@ class MainWindow(QMainWindow):
         if pane is not None:
             s.setValue("window/tab", pane.slug)
         if self.state.bank is not None:
+            # Its id finds it after a rename; its name is what "Opening …" says.
             s.setValue("window/bank", self.state.bank.name)
+            s.setValue("window/bank_id", self.state.bank.id)
         for pane in self.built_panes():
             pane.save_state(s)
         s.sync()
@@ -732,11 +735,15 @@ class MainWindow(QMainWindow):
             self.state.set_opening(last)
             self.statusBar().showMessage(f"Opening “{last}”…")
 
+        last_id = self.settings().value("window/bank_id") if open_last else None
+
         def listed(infos: list[BankInfo]) -> None:
             self.bank_list._show(infos)
-            names = [i.name for i in infos]
-            if open_last and self.state.bank is None and names:
-                self.open_bank(last if last in names else names[0])
+            if open_last and self.state.bank is None and infos:
+                found = next((i for i in infos if i.id == last_id), None) or next(
+                    (i for i in infos if i.name == last), infos[0]
+                )
+                self.open_bank(found)
                 return
             if last and self.state.opening == last:
                 self.state.set_opening("")  # nothing to open after all

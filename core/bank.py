@@ -27,6 +27,7 @@ from core.store.units import (
 from core.types import (
     UNSET,
     BankProfile,
+    BankStats,
     Change,
     Disposition,
     EngramError,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from core.retain.opinions import OpinionEvent
     from core.retain.report import ChunkFailure, IngestReport
     from core.snapshot.archive import Manifest
+    from core.snapshot.export import ExportRecord
     from core.types import Document, Entity, Link, Turn
 
 ADD_BATCH = 1000
@@ -65,6 +67,12 @@ class Bank:
         self.handle = BankHandle(folder, store, lambda: engine.embedder, engine.language_model)
 
     # -- identity and profile -----------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The bank's immutable id: what servers, locks, routes and the studio key
+        it by (its name is a label a rename changes)."""
+        return self.handle.id
 
     @property
     def name(self) -> str:
@@ -112,11 +120,35 @@ class Bank:
             stored["config"] = {k: v for k, v in {**kept, **config}.items() if v is not None}
         with self.store.transaction() as tx:
             self.store.set_meta(tx.con, "profile", stored)
-        return Change.of(updated={Kind.PROFILE: [self.name]})
+        return Change.of(updated={Kind.PROFILE: [self.id]})
 
     @property
     def config(self) -> dict[str, Any]:
         return self.handle.config
+
+    def config_overrides(self) -> dict[str, Any]:
+        """The settings this bank's profile sets (the rest are the defaults)."""
+        stored, _ = self.handle.stored_profile()
+        kept = stored.get("config")
+        return dict(kept) if isinstance(kept, dict) else {}
+
+    def reset_config(self) -> Change:
+        """Every setting back to its default (the disposition and background stay)."""
+        stored, _ = self.handle.stored_profile()
+        if stored.pop("config", None) is None:
+            return Change()
+        with self.store.transaction() as tx:
+            self.store.set_meta(tx.con, "profile", stored)
+        return Change.of(updated={Kind.PROFILE: [self.id]})
+
+    def stats(self) -> BankStats:
+        """What the bank holds, counted: units by network, links by kind and by
+        their source's network (each link once), documents, entities, pending jobs."""
+        from core.retain.observations import pending_jobs
+        from core.store.stats import bank_stats
+
+        con = self.store.reader()
+        return bank_stats(con, pending_jobs(con))
 
     # -- units ---------------------------------------------------------------
 
@@ -304,6 +336,13 @@ class Bank:
 
         return list_documents(self.store.reader())
 
+    def document_hashes(self, document_ids: Sequence[str]) -> dict[str, str]:
+        """The content hash of each of these documents the bank holds (one indexed
+        lookup, not a listing of every document)."""
+        from core.retain.documents import content_hashes
+
+        return content_hashes(self.store.reader(), document_ids)
+
     def document_preview(self, document_id: str) -> DocumentPreview:
         """What `delete_document` would remove (each unit listed) and change."""
         from core.curate.documents import document_preview
@@ -383,6 +422,12 @@ class Bank:
         if found is None:
             raise EngramError(f"no entity {entity_id!r} in bank {self.name!r}")
         return found
+
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
+        """The name of each of these entities that exists (retracted ones too)."""
+        from core.retain.entities import entity_names
+
+        return entity_names(self.store.reader(), entity_ids)
 
     def resolve_entity(self, ref: str) -> str:
         """An entity id from an id, a name or an alias (case-insensitive); none, or
@@ -667,14 +712,18 @@ class Bank:
         *,
         progress: Progress | None = None,
         cancel: CancelToken | None = None,
+        record_as: str | None = None,
+        record_host: str = "",
     ) -> Manifest:
         """Write the whole bank to one `.engram` file (a zip of Parquet tables and a
-        manifest), streamed; returns the manifest. Import with Engine.import_snapshot."""
+        manifest), streamed; returns the manifest. Import with Engine.import_snapshot.
+        Recorded in `exports` under `path` (or `record_as` on `record_host`: where
+        a remote client had it sent; "" records nothing)."""
         from core.snapshot.export import export_snapshot
 
-        return export_snapshot(self.handle, path, progress, cancel)
+        return export_snapshot(self.handle, path, progress, cancel, record_as, record_host)
 
-    def exports(self) -> list:
+    def exports(self) -> list[ExportRecord]:
         """Every file this bank was exported to (`ExportRecord`: path, time, units,
         whether it still exists). A purge cannot reach them: they are outside the bank."""
         from core.snapshot.export import known_exports
@@ -695,6 +744,11 @@ class Bank:
         return self.store.repair()
 
     # -- lifecycle -----------------------------------------------------------
+
+    def advertise(self, url: str | None, token_file: str | None = None) -> None:
+        """Record in the bank's lock that this process serves it at `url` (None:
+        withdraw it), so other processes' commands on it are routed here."""
+        self.store.advertise(url, token_file)
 
     def close(self) -> None:
         self.engine._forget(self)

@@ -1,9 +1,12 @@
 """The engine: where banks live, and the providers they share.
 
 One bank is one folder under the data folder (`ENGRAM_HOME`, else the
-platform's user data dir). The folder name is a slug of the bank's name; the
-name itself is kept in `bank.json` beside the stores, so listing banks never
-opens a database another process may hold.
+platform's user data dir). The folder name is a slug of the bank's name when
+it was made; `bank.json` beside the stores holds its immutable id (by default
+that folder name) and its name, a label that renames change (and the names it
+had, which it answers to for a while: core/home.py), so listing banks never
+opens a database another process may hold. A bank is found by its id, its
+name, or a former name.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import threading
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,8 +24,13 @@ from filelock import FileLock, Timeout
 
 from core.home import (
     LABEL,
+    Found,
+    bank_id,
     default_home,
+    find_bank,
     labelled_folders,
+    renamed_label,
+    validate_bank_id,
     validate_bank_name,
     write_label,
 )
@@ -31,7 +38,9 @@ from core.home import read_label as _read_label
 from core.settings import EngineSettings
 from core.types import (
     BankExistsError,
+    BankInfo,
     BankNotFoundError,
+    BankRenamedError,
     Change,
     EngramError,
     Kind,
@@ -51,13 +60,6 @@ NAMES_LOCK_TIMEOUT = 30.0
 # The default embedding model's identity is known without loading it, so
 # opening a bank to list memories does not pay for loading the model.
 DEFAULT_EMBEDDING = ("sentence-transformers/all-MiniLM-L6-v2", 384)
-
-
-@dataclass(frozen=True)
-class BankInfo:
-    name: str
-    folder: Path
-    created_at: str
 
 
 def _slug(name: str) -> str:
@@ -162,16 +164,23 @@ class Engine:
 
     def banks(self) -> list[BankInfo]:
         infos = [
-            BankInfo(label["name"], folder, label.get("created_at", ""))
+            BankInfo(label["name"], folder, label.get("created_at", ""), bank_id(folder, label))
             for folder, label in labelled_folders(self.banks_dir)
         ]
         return sorted(infos, key=lambda b: b.name.lower())
 
-    def _find(self, name: str) -> Path:
-        for info in self.banks():
-            if info.name == name:
-                return info.folder
-        raise BankNotFoundError(f"no bank named {name!r} in {self.banks_dir}")
+    def find(self, ref: str) -> Found:
+        """The bank `ref` names (its id, its name, or a name it had within the
+        grace after a rename); BankNotFoundError naming the new name past it."""
+        found = find_bank(self.banks_dir, ref) if isinstance(ref, str) else None
+        if found is None:
+            raise BankNotFoundError(f"no bank named {ref!r} in {self.banks_dir}")
+        if found.expired:
+            raise BankRenamedError(found.moved_message(ref))
+        return found
+
+    def _find(self, ref: str) -> Path:
+        return self.find(ref).folder
 
     def bank_name(self, folder: Path) -> str:
         label = _read_label(folder)
@@ -183,10 +192,20 @@ class Engine:
         BankExistsError, never "dup" and "dup-2"."""
         return FileLock(self.home / NAMES_LOCK, timeout=NAMES_LOCK_TIMEOUT)
 
-    def check_name_free(self, name: str) -> None:
-        """Raise BankExistsError if a bank has `name` (hold `names_lock` to rely on it)."""
-        if any(info.name == name for info in self.banks()):
-            raise BankExistsError(f"a bank named {name!r} already exists")
+    def check_name_free(self, name: str, *, but: Path | None = None) -> None:
+        """Raise BankExistsError if a bank (other than the one in `but`) has `name`
+        as its name or its id (hold `names_lock` to rely on it): a reference to a
+        bank by either must find one bank."""
+        for info in self.banks():
+            if info.folder == but:
+                continue
+            if info.name == name:
+                raise BankExistsError(f"a bank named {name!r} already exists")
+            if info.id == name:
+                raise BankExistsError(
+                    f"{name!r} is the id of the bank {info.name!r} (an id never changes, so"
+                    " clients may still use it): choose another name"
+                )
 
     def free_folder(self, name: str) -> Path:
         """A folder path under the banks folder, not taken, named after `name`."""
@@ -198,11 +217,28 @@ class Engine:
             n += 1
         return folder
 
-    def create_bank(self, name: str, *, background: str = "", agent_name: str = "") -> Bank:
+    def create_bank(
+        self,
+        name: str,
+        *,
+        background: str = "",
+        agent_name: str = "",
+        bank_id: str | None = None,
+    ) -> Bank:
+        """A new bank named `name`; its id is `bank_id` (a client's own handle for
+        it, as Hindsight's API lets clients choose) or else its folder's name."""
         name = validate_bank_name(name)
         with self.reserving_names():
             self.check_name_free(name)
-            folder = self.free_folder(name)
+            if bank_id is not None:
+                bank_id = validate_bank_id(bank_id)
+                if bank_id != name:
+                    self.check_name_free(bank_id)
+            folder = self.free_folder(bank_id or name)
+            if bank_id is None:
+                # The folder's name is the id: it must not be another bank's name.
+                while any(info.name == folder.name for info in self.banks()):
+                    folder = self.free_folder(f"{folder.name}-2")
             folder.mkdir()
             # The label is written last: a folder without one is not a bank yet.
             try:
@@ -211,7 +247,14 @@ class Engine:
                     bank.set_profile(background=background, agent_name=agent_name)
                 from core.store.bank_store import utcnow
 
-                write_label(folder, {"name": name, "created_at": utcnow().isoformat()})
+                write_label(
+                    folder,
+                    {
+                        "name": name,
+                        "created_at": utcnow().isoformat(),
+                        "id": bank_id or folder.name,
+                    },
+                )
             except BaseException:
                 opened = self._open.pop(folder, None)
                 if opened is not None:
@@ -231,9 +274,10 @@ class Engine:
                 f" {self.banks_dir} for over {NAMES_LOCK_TIMEOUT:g} s; try again"
             ) from None
 
-    def open_bank(self, name: str) -> Bank:
-        folder = self._find(name)
-        return self._open_folder(folder, name)
+    def open_bank(self, ref: str) -> Bank:
+        """The bank `ref` names (id, name, or a former name: see `find`)."""
+        found = self.find(ref)
+        return self._open_folder(found.folder, found.name)
 
     def _open_folder(self, folder: Path, name: str) -> Bank:
         if folder in self._open and not self._open[folder].closed:
@@ -266,12 +310,16 @@ class Engine:
     def _forget(self, bank: Bank) -> None:
         self._open.pop(bank.folder, None)
 
-    def rename_bank(self, old: str, new: str) -> Change:
+    def rename_bank(self, ref: str, new: str) -> Change:
+        """Give a bank a new name. Its id stays, and so does its old name for a
+        while (`RENAME_GRACE`): clients that use either keep reaching it."""
         new = validate_bank_name(new)
         with self.reserving_names():
-            folder = self._find(old)
-            if new != old:
-                self.check_name_free(new)
+            found = self.find(ref)
+            folder, old = found.folder, found.name
+            if new == old:
+                return Change()
+            self.check_name_free(new, but=folder)
             probe = None
             if folder not in self._open or self._open[folder].closed:
                 # Refuse while another process holds it: its name is in that process's hands.
@@ -281,13 +329,16 @@ class Engine:
                 probe.acquire()
             try:
                 label = _read_label(folder) or {}
-                write_label(folder, {**label, "name": new})
+                # The id is recorded before the name changes: a bank made before ids
+                # were recorded keeps the one it had.
+                label = {"id": bank_id(folder, label), **label}
+                write_label(folder, renamed_label(label, old, new))
             finally:
                 if probe is not None:
                     probe.release()
         if folder in self._open:
             self._open[folder].store.name = new
-        return Change.of(updated={Kind.BANK: [new]}, removed={Kind.BANK: [old]})
+        return Change.of(updated={Kind.BANK: [found.id]})
 
     def reembed_bank(
         self, name: str, progress: Progress | None = None, cancel: CancelToken | None = None
@@ -296,14 +347,15 @@ class Engine:
         this engine's model (core/reembed.py); an empty Change when it uses it already."""
         from core.reembed import reembed_bank
 
-        folder = self._find(name)
-        if folder in self._open and not self._open[folder].closed:
+        found = self.find(name)
+        if found.folder in self._open and not self._open[found.folder].closed:
             return Change()  # this engine opened it: recorded with its model already
-        return reembed_bank(self.embedder, folder, name, progress, cancel)
+        return reembed_bank(self.embedder, found.folder, found.name, progress, cancel)
 
-    def delete_bank(self, name: str) -> Change:
+    def delete_bank(self, ref: str) -> Change:
         with self.reserving_names():
-            folder = self._find(name)
+            found = self.find(ref)
+            folder, name = found.folder, found.name
             if folder in self._open:
                 self._open[folder].close()
             # Refuse while another process holds it; the lock error names the PID.
@@ -318,7 +370,7 @@ class Engine:
             finally:
                 lock.release()
         shutil.rmtree(folder)
-        return Change.of(removed={Kind.BANK: [name]})
+        return Change.of(removed={Kind.BANK: [found.id]})
 
     def close(self) -> None:
         """Close every open bank, all of them even when one close fails (the

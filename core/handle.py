@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.config import stored_config
-from core.home import read_label
+from core.home import bank_id, read_label
 from core.text import has_surrogate
 from core.types import (
     MAX_UNIT_CHARS,
@@ -46,6 +46,7 @@ class BankHandle:
     ) -> None:
         self.folder = folder
         self.store = store
+        self._id: str | None = None
         self._embedder = embedder
         self._language_model = language_model
 
@@ -54,6 +55,13 @@ class BankHandle:
         """The bank's name as its label says now (another process may rename it)."""
         label = read_label(self.folder)
         return label["name"] if label else self.folder.name
+
+    @property
+    def id(self) -> str:
+        """The bank's immutable id (core/home.py): read once, it never changes."""
+        if self._id is None:
+            self._id = bank_id(self.folder, read_label(self.folder) or {})
+        return self._id
 
     # -- providers -------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.home import bank_id, read_label
 from core.progress import CancelToken, Progress, check, report
 from core.types import Change, InvalidInputError, Kind
 
@@ -56,4 +57,6 @@ def reembed_bank(
         store.replace_embedding(model, dim, ids, vectors)
     finally:
         store.close()
-    return Change.of(updated={Kind.UNIT: ids, Kind.BANK: [name]})
+    return Change.of(
+        updated={Kind.UNIT: ids, Kind.BANK: [bank_id(folder, read_label(folder) or {})]}
+    )

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 
@@ -137,6 +138,7 @@ class Unit:
     updated_at: datetime | None = None
     access_count: int = 0  # recalls by agents and the studio (not inspection runs)
     last_accessed_at: datetime | None = None
+    document_id: str | None = None  # the document it was extracted from (None: by hand)
 
 
 @dataclass(frozen=True)
@@ -306,6 +308,37 @@ class VerifyReport:
         )
 
 
+@dataclass(frozen=True)
+class BankInfo:
+    """A bank as a listing shows it, without opening it. `folder` is where it is
+    on this machine (None for a bank another machine serves)."""
+
+    name: str
+    folder: Path | None
+    created_at: str
+    id: str = ""  # immutable (the name is a label); what servers, locks and routes key by
+
+
+@dataclass(frozen=True)
+class BankStats:
+    """What a bank holds, counted (each link once, though it is stored both ways)."""
+
+    units: Mapping[str, int] = field(default_factory=dict)  # active units by network
+    links: Mapping[str, int] = field(default_factory=dict)  # by kind
+    links_by_network: Mapping[str, int] = field(default_factory=dict)  # by source's network
+    documents: int = 0
+    entities: int = 0  # active ones
+    pending_jobs: int = 0
+
+    @property
+    def total_units(self) -> int:
+        return sum(self.units.values())
+
+    @property
+    def total_links(self) -> int:
+        return sum(self.links.values())
+
+
 class EngramError(Exception):
     """Base for every error the engine raises on purpose, with a message for a person."""
 
@@ -324,6 +357,10 @@ class BankLockedError(EngramError):
 
 class BankNotFoundError(EngramError):
     pass
+
+
+class BankRenamedError(BankNotFoundError):
+    """A bank was asked for by a name it had before a rename, past the grace."""
 
 
 class BankExistsError(EngramError):

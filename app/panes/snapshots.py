@@ -317,4 +317,4 @@ class _Imported:
 
     def __init__(self, bank: Bank) -> None:
         self.bank = bank
-        self.change = Change.of(added={Kind.BANK: [bank.name]})
+        self.change = Change.of(added={Kind.BANK: [bank.id]})

@@ -87,18 +87,14 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     broken = undecodable_argument(args)
     if broken:
         parser.error(f"argument {broken} is not valid UTF-8 text")
-    engine = _routed_engine(args)
-    if engine is None:
-        from core import Engine
-
-        try:
-            engine = Engine(args.home)
-        except EngramError as error:  # e.g. a malformed ENGRAM_OLLAMA_TIMEOUT
-            print(f"engram: {error}", file=sys.stderr)
-            return 1
-        if getattr(args, "ollama_timeout", None) is not None:
-            # For this run only: the flag does not change the saved settings.
-            engine.settings = engine.settings.with_values(ollama_timeout=args.ollama_timeout)
+    try:
+        engine = _engine(args)
+    except EngramError as error:  # e.g. a malformed ENGRAM_OLLAMA_TIMEOUT
+        print(f"engram: {error}", file=sys.stderr)
+        return 1
+    if getattr(args, "ollama_timeout", None) is not None:
+        # For this run only: the flag does not change the saved settings.
+        engine.settings = engine.settings.with_values(ollama_timeout=args.ollama_timeout)
     code = 1
     try:
         code = int(args.handler(args, engine) or 0)
@@ -156,24 +152,19 @@ def undecodable_argument(args: argparse.Namespace) -> str | None:
 SERVING_COMMANDS = {"serve", "mcp"}
 
 
-def _routed_engine(args):
-    """A stand-in engine that goes through the bank's owner, when another live
-    process owns the command's bank and serves it (core/cli/remote.py)."""
+def _engine(args):
+    """The data folder's Engine; for every command but the serving ones, wrapped
+    to reach each bank where it lives: a bank another live process owns and
+    serves goes through that owner (core/cli/remote.py)."""
+    from core import Engine
+
+    engine = Engine(args.home)
+    if args.command in SERVING_COMMANDS:
+        return engine
+    from core.cli.remote import RoutingEngine
+
     bank = getattr(args, "bank", None)
-    if not isinstance(bank, str) or args.command in SERVING_COMMANDS:
-        return None
-    from pathlib import Path
-
-    from core.home import default_home
-    from core.server.owner import find_owner
-
-    home = Path(args.home) if args.home else default_home()
-    owner = find_owner(home, bank)
-    if owner is None:
-        return None
-    from core.cli.remote import RemoteEngine
-
-    return RemoteEngine(home, owner)
+    return RoutingEngine(engine.home, bank if isinstance(bank, str) else None, engine=engine)
 
 
 def _silence_stdout() -> None:

@@ -1,111 +1,135 @@
-"""Stand-ins for `Engine` and `Bank` when another process owns the bank and serves it.
+"""The CLI's engine when banks may be owned by another process: each bank is
+reached where it lives.
 
-The CLI's handlers call `engine.open_bank(name)` and then `Bank` methods;
-given a `RemoteEngine`, each of those methods runs in the owner over HTTP
-(core/server/client.py) and returns the same value types, so the handlers'
-printing code is the same for both paths. Import-light: no DuckDB, no model.
+`engram` commands call `engine.open_bank(name)` and then `Bank` methods.
+`RoutingEngine` wraps the data folder's `Engine` and, for a bank another
+live process owns and serves (its lock names the address: core/server/owner.py),
+hands out a `RemoteBank` instead (core/server/client.py): the same interface,
+each call run by the owner and answered in the same value types, so the
+handlers' printing code is the same for both. Banks nobody serves open here
+as always; the engine's other operations on a served bank (rename, delete,
+replace by import, re-embed) go to its owner too. Import-light: no DuckDB
+and no model until a bank is opened here.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
-from core import EngramError
-from core.server.client import READ_METHODS, WRITE_METHODS, OwnerClient
-from core.server.owner import Owner
+from core.server.client import OwnerClient, OwnersModel, RemoteBank
+from core.server.owner import Owner, find_owner
 
 
-class RemoteBank:
-    """A bank another process owns: every call goes through that owner."""
+class RoutingEngine:
+    """An `Engine` whose banks are reached where they live. `primary` is the
+    command's own bank: when its owner serves it, the language model a command
+    asks for is the owner's (a routed command never talks to Ollama itself)."""
 
-    def __init__(self, client: OwnerClient, owner: Owner) -> None:
-        self._client = client
-        self._owner = owner
-        self.name = owner.bank
+    def __init__(self, home: Path, primary: str | None = None, *, engine=None) -> None:
+        self.home = Path(home)
+        self._engine = engine
+        self._clients: dict[str, OwnerClient] = {}
+        self._primary_owner = self.owner_of(primary) if primary else None
 
-    def ingest(self, source, format="auto", mode="auto", *, force=False, progress=None, llm=None):
-        """The file is read and parsed here, as a direct ingest would, and its
-        conversations are sent: the owner need not see this process's paths."""
-        if isinstance(source, str | Path):
-            from core import load_documents
-
-            source = load_documents(source, format)
-        return self._client.call(
-            self.name, "ingest", list(source), format, mode, force=force, llm=_llm(llm)
-        )
-
-    def process_jobs(self, *, llm=None, progress=None, **kwargs):
-        return self._client.call(self.name, "process_jobs", llm=_llm(llm), **kwargs)
-
-    def __getattr__(self, method: str):
-        if method.startswith("_"):
-            raise AttributeError(method)
-        if method not in READ_METHODS | WRITE_METHODS:
-            raise EngramError(
-                f"bank {self.name!r} is open in another process (PID {self._owner.pid}), "
-                f"which serves it at {self._owner.url}, and this command cannot go through "
-                "it: close the bank there first"
-            )
-
-        def call(*args: Any, progress=None, **kwargs: Any):
-            given = {k: v for k, v in kwargs.items() if not _unset(v)}
-            return self._client.call(self.name, method, *args, **given)
-
-        return call
-
-
-def _unset(value: Any) -> bool:
-    """The engine's "not given" marker: left out, so the owner's method sees its
-    default. Looked up where it is defined, without importing anything."""
-    return any(
-        value is getattr(sys.modules.get(module), "UNSET", object())
-        for module in ("core.types", "core.bank")
-    )
-
-
-class OwnersModel:
-    """The language model the owner has configured, whichever it is: the owner
-    builds it (a routed command never talks to Ollama itself)."""
-
-    def close(self) -> None:
-        pass
-
-
-def _llm(lm) -> dict | None:
-    """A language model crosses the wire as its settings; the owner builds its own."""
-    if lm is None:
-        return None
-    if isinstance(lm, OwnersModel):
-        return {"owners": True}
-    return {"host": lm.host, "model": lm.name}
-
-
-class RemoteEngine:
-    """What a routed command needs of `Engine`: its bank, through the owner."""
-
-    def __init__(self, home: Path, owner: Owner) -> None:
-        self.home = home
-        self.owner = owner
-        self._client = OwnerClient(owner.url, owner.token())
+    # -- where a bank lives -----------------------------------------------------------
 
     @property
-    def settings(self):
-        from core import EngineSettings
+    def local(self):
+        """The data folder's own Engine (made on first use)."""
+        if self._engine is None:
+            from core import Engine
 
-        return EngineSettings.load(self.home)
+            self._engine = Engine(self.home)
+        return self._engine
 
-    def language_model(self) -> OwnersModel:
-        return OwnersModel()
+    def owner_of(self, name: str) -> Owner | None:
+        return find_owner(self.home, name) if isinstance(name, str) else None
+
+    @property
+    def routed(self) -> bool:
+        """Whether the command's own bank goes through its owner."""
+        return self._primary_owner is not None
+
+    def _client(self, owner: Owner) -> OwnerClient:
+        if owner.url not in self._clients:
+            self._clients[owner.url] = OwnerClient(owner.url, owner.token())
+        return self._clients[owner.url]
+
+    def _remote(self, owner: Owner):
+        from core.server.client import RemoteEngine
+
+        remote = RemoteEngine.__new__(RemoteEngine)
+        remote.url, remote.home, remote.banks_dir = owner.url, self.home, self.local.banks_dir
+        remote._client = self._client(owner)
+        return remote
+
+    # -- what goes to an owner ----------------------------------------------------------
+
+    def open_bank(self, name: str):
+        owner = self.owner_of(name)
+        if owner is None:
+            return self.local.open_bank(name)
+        return RemoteBank(self._client(owner), owner.bank, owner.name)
+
+    def rename_bank(self, old: str, new: str):
+        owner = self.owner_of(old)
+        return (
+            self.local.rename_bank(old, new)
+            if owner is None
+            else self._remote(owner).rename_bank(old, new)
+        )
+
+    def delete_bank(self, name: str):
+        owner = self.owner_of(name)
+        return (
+            self.local.delete_bank(name) if owner is None else self._remote(owner).delete_bank(name)
+        )
+
+    def reembed_bank(self, name: str, progress=None, cancel=None):
+        owner = self.owner_of(name)
+        if owner is None:
+            return self.local.reembed_bank(name, progress, cancel)
+        return self._remote(owner).reembed_bank(name, progress, cancel)
+
+    def import_snapshot(self, path, name=None, replace=False, *, progress=None, cancel=None):
+        """A new bank is made here; a bank replaced in place is replaced by its
+        owner, when one serves it (the archive is uploaded to it)."""
+        target = name
+        if replace and target is None:
+            from core import read_snapshot_manifest
+
+            target = read_snapshot_manifest(path).bank_name
+        owner = self.owner_of(target) if replace and target else None
+        if owner is None:
+            return self.local.import_snapshot(path, name, replace, progress=progress, cancel=cancel)
+        return self._remote(owner).import_snapshot(
+            path, name, replace, progress=progress, cancel=cancel
+        )
+
+    def language_model(self):
+        return OwnersModel() if self.routed else self.local.language_model()
 
     def preload_embedder(self) -> None:
-        """Nothing to load here: the owner's model is already warm."""
+        if not self.routed:  # routed, the owner's model is already warm
+            self.local.preload_embedder()
 
-    def open_bank(self, name: str) -> RemoteBank:
-        if name != self.owner.bank:
-            raise EngramError(f"this command was routed to the owner of {self.owner.bank!r}")
-        return RemoteBank(self._client, self.owner)
+    # -- the rest is the local engine's ---------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.local, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "settings":  # `--ollama-timeout` for this run
+            setattr(self.local, name, value)
+        else:
+            object.__setattr__(self, name, value)
 
     def close(self) -> None:
-        self._client.close()
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+        if self._engine is not None:
+            self._engine.close()

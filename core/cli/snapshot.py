@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def export_bank(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    path = Path(args.path) if args.path else Path(f"{bank.folder.name}.engram")
+    path = Path(args.path) if args.path else Path(f"{default_filename(bank)}.engram")
     progress = None if args.quiet else progress_printer("export")
     manifest = bank.export_snapshot(path, progress=progress)
     # The links table holds each link once per direction; ingest counts pairs: so here.
@@ -53,6 +53,14 @@ def export_bank(args, engine: Engine) -> int:
     counts = f"{manifest.counts.get('units', 0)} units, {manifest.counts.get('entities', 0)} entities, {links} links"
     print(f"exported bank {bank.name!r} to {path} ({counts})")
     return 0
+
+
+def default_filename(bank) -> str:
+    """The bank's folder name (a slug of the name it was made with, never changed)."""
+    folder = getattr(bank, "folder", None)
+    if folder is not None:
+        return folder.name
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in bank.name) or "bank"
 
 
 def list_exports(args, engine: Engine) -> int:
@@ -63,7 +71,7 @@ def list_exports(args, engine: Engine) -> int:
     if not exports:
         print(f"bank {args.bank!r} has no recorded export")
     for e in exports:
-        state = "" if e.exists else "  (file no longer there)"
+        state = "" if e.exists else f"  (on {e.host})" if e.host else "  (file no longer there)"
         print(f"{e.exported_at}  {e.units:>7} units  {e.path}{state}")
     if exports:
         print(
@@ -80,17 +88,30 @@ def import_bank(args, engine: Engine) -> int:
     return 0
 
 
-def _source(engine: Engine, ref: str):
-    """A path to an existing file is a snapshot; anything else names a bank."""
+def _source(engine: Engine, ref: str, folder: Path):
+    """A path to an existing file is a snapshot; anything else names a bank. A
+    bank another process owns is exported into `folder` for the diff (unrecorded)."""
     if Path(ref).is_file():
-        return Path(ref)
-    return engine.open_bank(ref)
+        return Path(ref), None
+    bank = engine.open_bank(ref)
+    if hasattr(bank, "store"):
+        return bank, None
+    copy = folder / f"{len(list(folder.iterdir()))}.engram"
+    bank.export_snapshot(copy, record_as="")
+    return copy, f"bank {bank.name!r} (live)"
 
 
 def diff_command(args, engine: Engine) -> int:
+    import dataclasses
+    import tempfile
+
     from core import diff_snapshots
 
-    result = diff_snapshots(_source(engine, args.a), _source(engine, args.b))
+    with tempfile.TemporaryDirectory(prefix="engram-diff-") as tmp:
+        (a, label_a), (b, label_b) = (_source(engine, ref, Path(tmp)) for ref in (args.a, args.b))
+        result = diff_snapshots(a, b)
+    labels = {k: v for k, v in (("a", label_a), ("b", label_b)) if v}
+    result = dataclasses.replace(result, **labels)
     if args.json:
         print_json(result)
     else:

@@ -205,6 +205,16 @@ def list_documents(con: duckdb.DuckDBPyConnection) -> list[StoredDocument]:
     return [StoredDocument(*r) for r in rows]
 
 
+def content_hashes(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[str, str]:
+    if not document_ids:
+        return {}
+    rows = con.execute(
+        "SELECT id, content_hash FROM documents WHERE id IN (SELECT unnest(?))",
+        [list(document_ids)],
+    ).fetchall()
+    return dict(rows)
+
+
 def document_turns(con: duckdb.DuckDBPyConnection, document_id: str) -> list[Turn]:
     rows = con.execute(
         "SELECT id, speaker, text, timestamp, coalesce(session, ''), idx FROM turns"

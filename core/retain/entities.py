@@ -634,6 +634,15 @@ def get_entity(con: duckdb.DuckDBPyConnection, entity_id: str) -> Entity | None:
     return _row_to_entity(rows[0]) if rows else None
 
 
+def entity_names(con: duckdb.DuckDBPyConnection, entity_ids: Sequence[str]) -> dict[str, str]:
+    if not entity_ids:
+        return {}
+    rows = con.execute(
+        "SELECT id, name FROM entities WHERE id IN (SELECT unnest(?))", [sorted(set(entity_ids))]
+    ).fetchall()
+    return dict(rows)
+
+
 def resolve_entity(con: duckdb.DuckDBPyConnection, ref: str, bank_name: str) -> str:
     """An entity id from an id, a name or an alias (case-insensitive); none, or
     several equally named, is an EngramError."""

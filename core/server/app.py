@@ -19,7 +19,7 @@ from core import limits
 from core.server import routes_cli, routes_engram, routes_hindsight
 from core.server.admission import Admission, AdmissionMiddleware
 from core.server.api_docs import PublicDocs
-from core.server.client import READ_METHODS
+from core.server.calls import Downloads, LongCalls
 from core.server.errors import engram_error
 from core.server.guard import READ_TIMEOUT, REQUEST_TIMEOUT, Guard
 from core.server.operations import Operations
@@ -47,7 +47,8 @@ def create_app(
     from core.server.version import ENGRAM_VERSION
 
     operations = Operations(served)
-    admission = Admission(served.lock, **(queues or {}))
+    admission = Admission(served.lock_of, **(queues or {}))
+    calls, downloads = LongCalls(), Downloads()
     mcp_app = None
     if mcp:
         from core.server.mcp_tools import streamable_http_app
@@ -60,7 +61,9 @@ def create_app(
         else:
             async with mcp_session():
                 yield
+        calls.cancel_all()
         operations.shutdown()
+        downloads.close()
 
     app = FastAPI(
         title=API_TITLE,
@@ -77,11 +80,13 @@ def create_app(
     app.state.served = served
     app.state.operations = operations
     app.state.admission = admission
+    app.state.calls = calls
+    app.state.downloads = downloads
     app.add_exception_handler(EngramError, engram_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     routers = [
         routes_engram.router,
-        routes_cli.router,  # what routed `engram` commands call
+        routes_cli.router,  # what RemoteBank and routed commands call
         routes_hindsight.router,
         routes_hindsight.unsupported,
     ]
@@ -96,7 +101,7 @@ def create_app(
         AdmissionMiddleware,
         routes=[route for router in routers for route in router.routes],
         admission=admission,
-        call_writes=lambda method: method not in READ_METHODS,
+        call_writes=routes_cli.writes,
     )
     app.add_middleware(
         Guard,

@@ -1,178 +1,588 @@
-"""Talking to the process that owns a bank: the CLI's side of routing.
+"""A bank another process serves, used as if it were open here: `RemoteBank`.
 
-`OwnerClient.call(bank, method, *args, **kwargs)` runs one `Bank` method in the
-owner (`POST /engram/v1/banks/{bank}/call/{method}`, core/server/routes_cli.py)
-and returns the value the method returned there, rebuilt as the same type, so
-the CLI prints it with the code it uses for a bank it opened itself.
+`RemoteBank` satisfies the `Bank` interface declared in core/interface.py:
+its methods are made from that declaration, each one call to the owner
+(`POST /engram/v1/banks/{bank}/call/{method}`, core/server/routes_cli.py)
+that returns the value the method returned there, rebuilt as the same type
+(core/server/wire.py). Long operations stream their progress back and stop
+when their `CancelToken` is cancelled (the owner rolls back; the call raises
+`CancelledError` once it has). What cannot be a plain value travels its own
+way: `ingest` reads and parses its files here and sends the conversations;
+`export_snapshot` has the owner write the snapshot and streams it into the
+path given here. `changes()` follows what anyone changes in the bank.
 
-Values cross the wire in a small tagged JSON (`encode`/`decode`): datetimes,
-enums, sets and dicts with enum keys survive, and only the value types listed
-in `VALUE_TYPES` are rebuilt, by their constructors (so validation runs).
-Import-light on purpose: a routed command must not load DuckDB or the model.
+`RemoteEngine` is the same for the engine's operations on banks (list,
+open, create, rename, delete, import a snapshot by upload, re-embed).
+
+    engine = RemoteEngine("http://127.0.0.1:8888", token)
+    bank = engine.open_bank("Demo: Juniper")
+    bank.units(limit=10); bank.recall("Where did Maya move?")
+    bank.ingest("chat.txt", progress=print, cancel=token)
+    for event in bank.changes(): ...
+
+Import-light: httpx and the value types a reply holds, never DuckDB or the model.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import importlib
+import json
+import os
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from core.types import EngramError
-
-# name -> "module:attribute"; imported only when a value of that type arrives.
-VALUE_TYPES = {
-    name: f"{module}:{name}"
-    for module, names in {
-        "core.types": "Network UnitStatus LinkKind ExtractionMode Kind Disposition BankProfile "
-        "Unit NewUnit Turn Document Entity Link Change VerifyReport",
-        "core.recall.result": "RecallItem RecallResult",
-        "core.recall.trace": "RecallTrace ChannelResult QueryInterval Focus RerankScore "
-        "RerankTrace SkippedFact PackingTrace ObservationsTrace",
-        "core.recall.fusion": "Fused Contribution",
-        "core.retain.report": "CheckedFact ChunkFailure DocumentResult IngestReport",
-        "core.retain.observations": "JobsReport",
-        "core.curate.audit": "AuditEntry",
-        "core.curate.retract": "RetractPreview",
-        "core.reflect.values": "OpinionAction FormedOpinion Evidence LeftOut Reflection "
-        "Comparison TrajectoryStep OpinionTrajectory OpinionChange",
-    }.items()
-    for name in names.split()
-}
-TAG = "$t"
-
-# The Bank methods a routed CLI command may run in the owner. Writes run under
-# the bank's lock and their Change is broadcast to the owner's views.
-READ_METHODS = frozenset(
-    """units count recall pending_jobs profile retract_preview audit reflections opinions
-    opinion_history opinions_changed compare verify resolve_entity profile_warnings""".split()
+from core.interface import BANK, DOWNLOAD, ENGINE, LOCAL, Operation
+from core.server.wire import decode, encode
+from core.types import (
+    BankExistsError,
+    BankInfo,
+    BankNotFoundError,
+    BankRenamedError,
+    CancelledError,
+    Change,
+    EngramError,
+    InvalidInputError,
+    StorageError,
 )
-WRITE_METHODS = frozenset(
-    """ingest process_jobs edit_unit delete_units rename_entity merge_entities split_entity
-    retract_entity restore_entity purge_entity undo redo reflect commit_reflection
-    repair set_profile""".split()
-)
+
+CHUNK = 1 << 20  # bytes per read of a file streamed up or down
+# A batch of conversations sent by one ingest call stays well under the
+# server's request size limit (8 MiB by default).
+UPLOAD_BATCH_BYTES = 2 << 20
+CANCEL_WAIT = 30.0  # seconds to wait for the owner to confirm a cancel
+CANCEL_POLL = 0.1
 
 
 class RemoteError(EngramError):
-    """The owner refused or failed a routed call; the message is the owner's."""
+    """The owner refused or failed a call; the message is the owner's."""
+
+    def __init__(self, message: str, kind: str = "", status: int = 0) -> None:
+        super().__init__(message)
+        self.kind, self.status = kind, status
 
 
-def value_type(name: str) -> type:
-    target = VALUE_TYPES.get(name)
-    if target is None:
-        raise ValueError(f"not a value type that crosses the wire: {name!r}")
-    module, attr = target.split(":")
-    return getattr(importlib.import_module(module), attr)
+# Errors raised again as themselves: a caller catches the same class either way.
+_ERRORS = {
+    cls.__name__: cls
+    for cls in (
+        BankNotFoundError,
+        BankRenamedError,
+        BankExistsError,
+        InvalidInputError,
+        CancelledError,
+        StorageError,
+    )
+}
 
 
-def encode(value: Any) -> Any:
-    if isinstance(value, Enum):  # before str: a StrEnum is a str too
-        return {TAG: type(value).__name__, "v": value.value}
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, datetime):
-        return {TAG: "datetime", "v": value.isoformat()}
-    if isinstance(value, Path):
-        return {TAG: "path", "v": str(value)}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        name = type(value).__name__
-        if VALUE_TYPES.get(name, "").split(":")[0] != type(value).__module__:
-            raise TypeError(f"{type(value).__qualname__} does not cross the wire")
-        fields = {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        return {TAG: name, "f": fields}
-    if isinstance(value, dict):
-        return {TAG: "map", "v": [[encode(k), encode(v)] for k, v in value.items()]}
-    if isinstance(value, set | frozenset):
-        return {TAG: type(value).__name__, "v": [encode(v) for v in value]}
-    if isinstance(value, tuple):
-        return {TAG: "tuple", "v": [encode(v) for v in value]}
-    if isinstance(value, list):
-        return [encode(v) for v in value]
-    if hasattr(value, "item"):  # a numpy scalar
-        return value.item()
-    raise TypeError(f"{type(value).__qualname__} does not cross the wire")
+def _error(detail: str, kind: str = "", status: int = 0) -> EngramError:
+    cls = _ERRORS.get(kind)
+    return cls(detail) if cls is not None else RemoteError(detail, kind, status)
 
 
-_CONTAINERS = {"tuple": tuple, "set": set, "frozenset": frozenset}
+def _language_model_spec(value: Any) -> Any:
+    """A language model crosses the wire as its settings; the owner builds its own.
+    `OwnersModel` (and None) mean the owner's configured model."""
+    if value is None or isinstance(value, OwnersModel):
+        return {"owners": True} if value is not None else None
+    llm = sys.modules.get("core.providers.llm")
+    if llm is not None and isinstance(value, llm.LanguageModel):
+        return {"host": value.host, "model": value.name, "provider": value.provider}
+    return value
 
 
-def decode(value: Any) -> Any:
-    if isinstance(value, list):
-        return [decode(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if TAG not in value:  # a plain JSON object (a hand-written call)
-        return {str(k): decode(v) for k, v in value.items()}
-    tag = value[TAG]
-    if tag == "map":
-        return {decode(k): decode(v) for k, v in value["v"]}
-    if tag in _CONTAINERS:
-        return _CONTAINERS[tag](decode(v) for v in value["v"])
-    if tag == "datetime":
-        return datetime.fromisoformat(value["v"])
-    if tag == "path":
-        return Path(value["v"])
-    cls = value_type(str(tag))
-    if isinstance(cls, type) and issubclass(cls, Enum):
-        return cls(value["v"])
-    fields = {k: decode(v) for k, v in value["f"].items()}
-    declared = {f.name: f for f in dataclasses.fields(cls)}
-    if set(fields) - set(declared):
-        raise ValueError(f"unknown fields for {tag}: {sorted(set(fields) - set(declared))}")
-    made = cls(**{k: v for k, v in fields.items() if declared[k].init})
-    for k, v in fields.items():
-        if not declared[k].init:
-            object.__setattr__(made, k, v)
-    return made
+class OwnersModel:
+    """The language model the owner has configured, whichever it is: the owner
+    builds it (a client never talks to Ollama itself)."""
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class ChangeEvent:
+    """One change to a followed bank; `reset` when some were missed (reload)."""
+
+    seq: int
+    epoch: str
+    change: Change = dataclasses.field(default_factory=Change)
+    at: datetime | None = None
+    reset: bool = False
 
 
 class OwnerClient:
-    """HTTP to a bank's owner with its bearer token (httpx, one connection reused)."""
+    """HTTP to a bank's owner with its bearer token (httpx, connections reused)."""
 
     def __init__(self, url: str, token: str, *, timeout: float | None = 600.0) -> None:
         import httpx
 
         self.url = url.rstrip("/")
+        self.timeout = timeout
         self._http = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"},
             timeout=httpx.Timeout(timeout, connect=5.0),
         )
 
-    def call(self, bank: str, method: str, *args: Any, **kwargs: Any) -> Any:
+    # -- plain calls -------------------------------------------------------------
+
+    def request(self, method: str, path: str, **kwargs) -> Any:
+        """The JSON answer of one request; an EngramError naming what the owner said."""
         import httpx
 
-        body = {"args": encode(list(args)), "kwargs": encode(kwargs)}
         try:
-            response = self._http.post(f"/engram/v1/banks/{_quote(bank)}/call/{method}", json=body)
+            response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as error:
-            raise RemoteError(
-                f"the owner of bank {bank!r} at {self.url} did not answer: {error}"
-            ) from None
+            raise self._unreachable(error) from None
         if response.status_code >= 400:
-            raise RemoteError(_detail(response))
-        return decode(response.json()["value"])
+            raise _refusal(response)
+        return response.json()
+
+    def post(self, path: str, body: dict) -> Any:
+        return decode(self.request("POST", path, json=body)["value"])
+
+    # -- long calls ----------------------------------------------------------------
+
+    def stream(
+        self, path: str, progress=None, cancel=None, **request
+    ) -> tuple[Any, dict[str, Any]]:
+        """A long call: progress reported as it streams in, cancelled with `cancel`;
+        the value and the final line (which may name a download)."""
+        import httpx
+
+        request.setdefault("method", "POST")
+        headers = {"Accept": "application/x-ndjson", **request.pop("headers", {})}
+        watcher = _CancelWatcher(self, cancel)
+        try:
+            with self._http.stream(url=path, headers=headers, **request) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _refusal(response)
+                for line in response.iter_lines():
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    if "call" in event:
+                        watcher.watch(event["call"])
+                    elif "progress" in event:
+                        if progress is not None:
+                            progress(*event["progress"])
+                    elif "error" in event:
+                        error = event["error"]
+                        raise _error(
+                            error.get("detail", ""), error.get("kind", ""), error.get("status", 0)
+                        )
+                    elif "value" in event:
+                        return decode(event["value"]), event
+        except httpx.HTTPError as error:
+            if watcher.cancelled:
+                raise CancelledError("cancelled") from None
+            raise self._unreachable(error) from None
+        finally:
+            watcher.stop()
+        raise RemoteError(f"the owner at {self.url} ended the call without an answer")
+
+    def cancel(self, call_id: str) -> None:
+        with contextlib.suppress(EngramError):
+            self.request("POST", f"/engram/v1/calls/{call_id}/cancel")
+
+    def download(self, download_id: str, path: Path, progress=None, cancel=None) -> None:
+        """Stream a file the owner left into `path` (written aside, renamed at the end)."""
+        import httpx
+
+        partial = path.with_name(path.name + ".partial")
+        try:
+            with self._http.stream("GET", f"/engram/v1/downloads/{download_id}") as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _refusal(response)
+                total = int(response.headers.get("content-length") or 0)
+                done = 0
+                with open(partial, "wb") as out:
+                    for chunk in response.iter_bytes(CHUNK):
+                        if cancel is not None and cancel.cancelled:
+                            raise CancelledError("cancelled")
+                        out.write(chunk)
+                        done += len(chunk)
+                        if progress is not None:
+                            progress(done, total, "downloading")
+            os.replace(partial, path)
+        except httpx.HTTPError as error:
+            raise self._unreachable(error) from None
+        finally:
+            partial.unlink(missing_ok=True)
+
+    def upload(self, path: str, source: Path, progress=None, cancel=None, **params) -> Any:
+        """Stream a file up as a request's body; the owner's long answer's value."""
+        total = source.stat().st_size
+
+        def body() -> Iterator[bytes]:
+            done = 0
+            with open(source, "rb") as file:
+                while chunk := file.read(CHUNK):
+                    if cancel is not None and cancel.cancelled:
+                        raise CancelledError("cancelled")
+                    done += len(chunk)
+                    if progress is not None:
+                        progress(done, total, "uploading")
+                    yield chunk
+
+        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(total)}
+        params = {k: v for k, v in params.items() if v is not None}
+        try:
+            value, _ = self.stream(
+                path, progress, cancel, content=body(), headers=headers, params=params
+            )
+        except CancelledError:
+            raise
+        return value
 
     def close(self) -> None:
         self._http.close()
 
-
-def _quote(segment: str) -> str:
-    from urllib.parse import quote
-
-    return quote(segment, safe="")
+    def _unreachable(self, error: Exception) -> RemoteError:
+        return RemoteError(f"the server at {self.url} did not answer: {error}", "Unreachable")
 
 
-def _detail(response) -> str:
+class _CancelWatcher:
+    """Asks the owner to cancel a long call once its token is cancelled (the
+    call's own thread is blocked reading the stream meanwhile)."""
+
+    def __init__(self, client: OwnerClient, token) -> None:
+        self._client, self._token = client, token
+        self._done = threading.Event()
+        self.cancelled = False
+        self._thread: threading.Thread | None = None
+
+    def watch(self, call_id: str) -> None:
+        if self._token is None:
+            return
+        self._thread = threading.Thread(target=self._run, args=(call_id,), daemon=True)
+        self._thread.start()
+
+    def _run(self, call_id: str) -> None:
+        while not self._done.wait(CANCEL_POLL):
+            if self._token.cancelled:
+                self.cancelled = True
+                self._client.cancel(call_id)
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+
+
+def _refusal(response) -> EngramError:
     try:
-        detail = response.json().get("detail")
+        body = response.json()
     except ValueError:
-        detail = None
+        body = {}
+    detail = body.get("detail") if isinstance(body, dict) else None
     if isinstance(detail, list):  # FastAPI's 422: name the fields
         detail = "; ".join(
             f"{'.'.join(map(str, d.get('loc', [])))}: {d.get('msg')}" for d in detail
         )
-    return str(detail or f"HTTP {response.status_code} from the bank's owner")
+    kind = body.get("kind", "") if isinstance(body, dict) else ""
+    message = str(detail or f"HTTP {response.status_code} from the bank's owner")
+    return _error(message, kind, response.status_code)
+
+
+def _quote(segment: str) -> str:
+    return quote(segment, safe="")
+
+
+# -- RemoteBank ----------------------------------------------------------------------
+
+
+class RemoteBank:
+    """A bank another process owns and serves: every call goes through that owner.
+
+    Made from the interface declaration (core/interface.py): each routed
+    operation there is a method here (see `_operation`), except the few whose
+    data travel their own way, written out below."""
+
+    def __init__(
+        self, client: OwnerClient, bank_id: str, name: str = "", *, owns_client: bool = False
+    ) -> None:
+        self._client = client
+        self._owns_client = owns_client
+        self._closed = False
+        self._id = bank_id
+        self._name = name or bank_id
+
+    @property
+    def id(self) -> str:
+        """The bank's immutable id: every call names the bank by it, so a rename
+        (here or anywhere) never loses it."""
+        return self._id
+
+    @property
+    def name(self) -> str:
+        """The bank's name, asked of its owner (it may have been renamed)."""
+        self._name = self._call(BANK["name"], (), {})[0]
+        return self._name
+
+    def _path(self, method: str) -> str:
+        return f"/engram/v1/banks/{_quote(self._id)}/call/{method}"
+
+    def _call(self, op: Operation, args: Sequence, kwargs: dict, progress=None, cancel=None):
+        body = {"args": encode(list(args)), "kwargs": encode(kwargs)}
+        if op.long:
+            return self._client.stream(self._path(op.name), progress, cancel, json=body)
+        return self._client.post(self._path(op.name), body), {}
+
+    # -- what travels its own way ------------------------------------------------
+
+    def ingest(
+        self,
+        source,
+        format: str = "auto",
+        mode: str = "auto",
+        *,
+        force: bool = False,
+        progress=None,
+        cancel=None,
+        llm=None,
+    ):
+        """The file is read and parsed here, as a direct ingest would, and its
+        conversations are sent in batches the owner's size limit takes (each
+        batch one call, its documents one transaction each, as directly)."""
+        if isinstance(source, str | Path):
+            from core import load_documents
+
+            documents = load_documents(source, format)
+        else:
+            from core import Document
+
+            documents = [source] if isinstance(source, Document) else list(source)
+        op = BANK["ingest"]
+        kwargs = {"force": force, "llm": _language_model_spec(llm)}
+        report = None
+        for batch in _batches(documents):
+            if cancel is not None and cancel.cancelled:
+                raise CancelledError("cancelled")
+            value, _ = self._call(op, [batch, format, mode], kwargs, progress, cancel)
+            report = value if report is None else _combined(report, value)
+        if report is None:
+            value, _ = self._call(op, [[], format, mode], kwargs, progress, cancel)
+            report = value
+        return report
+
+    def export_snapshot(self, path, *, progress=None, cancel=None):
+        """The owner writes the snapshot (progress, cancel), then it streams into
+        `path` here; the bank records the export under this machine's path."""
+        target = Path(path)
+        op = BANK["export_snapshot"]
+        kwargs = {"record_as": str(target.resolve()), "record_host": socket.gethostname()}
+        manifest, event = self._call(op, [], kwargs, progress, cancel)
+        self._client.download(event["download"], target, progress, cancel)
+        return manifest
+
+    def changes(self, after: int | None = None, epoch: str | None = None) -> Iterator[ChangeEvent]:
+        """The bank's changes as anyone makes them, from now (or after `after` of
+        `epoch`, a number a previous event carried). Blocks between changes; a
+        dropped connection ends the iteration (follow again from the last event:
+        nothing is missed, or an event with `reset` says to reload)."""
+        import httpx
+
+        params = {} if after is None else {"after": after, "epoch": epoch or ""}
+        path = f"/engram/v1/banks/{_quote(self._id)}/changes"
+        try:
+            with self._client._http.stream(
+                "GET", path, params=params, timeout=httpx.Timeout(None, connect=5.0)
+            ) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _refusal(response)
+                for line in response.iter_lines():
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    if "change" in event:
+                        yield ChangeEvent(
+                            event["seq"],
+                            event["epoch"],
+                            decode(event["change"]),
+                            datetime.fromisoformat(event["at"]),
+                        )
+                    elif event.get("reset") or event.get("start"):
+                        yield ChangeEvent(event["seq"], event["epoch"], reset=bool(event["reset"]))
+        except httpx.HTTPError:
+            return
+
+    # -- lifecycle: each side closes its own ---------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        self._closed = True
+        if self._owns_client:
+            self._client.close()
+
+    def advertise(self, url: str | None, token_file: str | None = None) -> None:
+        raise EngramError("only the process that owns a bank advertises it")
+
+    def vectors_for(self, units):
+        raise EngramError("vectors are computed by the bank's owner")
+
+    def __enter__(self) -> RemoteBank:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RemoteBank({self._name!r}, id {self._id!r}, at {self._client.url})"
+
+
+def _operation(op: Operation):
+    """The RemoteBank member for one declared operation."""
+    if op.attribute:
+        return property(lambda self: self._call(op, (), {})[0], doc=op.doc or None)
+
+    def method(self, *args, **kwargs):
+        progress = kwargs.pop("progress", None) if op.progress else None
+        cancel = kwargs.pop("cancel", None) if op.cancel else None
+        if op.llm:
+            args = tuple(_language_model_spec(a) for a in args)
+            if "llm" in kwargs:
+                kwargs["llm"] = _language_model_spec(kwargs["llm"])
+        return self._call(op, args, kwargs, progress, cancel)[0]
+
+    method.__name__ = op.name
+    method.__qualname__ = f"RemoteBank.{op.name}"
+    method.__doc__ = (
+        f"{'A write' if op.writes else 'A read'}: `Bank.{op.name}`, run by the bank's owner."
+    )
+    return method
+
+
+for _op in BANK.values():
+    if _op.transfer != LOCAL and _op.transfer != DOWNLOAD and _op.name not in vars(RemoteBank):
+        setattr(RemoteBank, _op.name, _operation(_op))
+
+
+def _batches(documents: list) -> Iterator[list]:
+    """Consecutive batches of documents, each under UPLOAD_BATCH_BYTES encoded
+    (a larger document goes alone; the owner's limit decides)."""
+    batch: list = []
+    size = 0
+    for document in documents:
+        n = len(json.dumps(encode(document)))
+        if batch and size + n > UPLOAD_BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(document)
+        size += n
+    if batch:
+        yield batch
+
+
+def _combined(a, b):
+    """Two reports of one ingest sent in batches, as one: counts added, lists and
+    their parts joined, the change merged, the rest the latest batch's."""
+    values = {}
+    for field in dataclasses.fields(a):
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if isinstance(x, bool) or not isinstance(x, int | float | list | dict | Change):
+            values[field.name] = y or x
+        elif isinstance(x, int | float):
+            values[field.name] = x + y
+        elif isinstance(x, list):
+            values[field.name] = [*x, *y]
+        elif isinstance(x, Change):
+            values[field.name] = x | y
+        else:
+            merged = dict(x)
+            for key, value in y.items():
+                merged[key] = merged.get(key, 0) + value if key in merged else value
+            values[field.name] = merged
+    return type(a)(**values)
+
+
+# -- RemoteEngine ----------------------------------------------------------------------
+
+
+class RemoteEngine:
+    """The engine's operations on the banks another process serves."""
+
+    def __init__(
+        self, url: str, token: str, *, home: Path | None = None, timeout: float | None = 600.0
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.home = home
+        self.banks_dir = f"the banks served at {self.url}"
+        self._client = OwnerClient(self.url, token, timeout=timeout)
+
+    def _call(self, name: str, *args, progress=None, cancel=None, **kwargs):
+        op = ENGINE[name]
+        body = {"args": encode(list(args)), "kwargs": encode(kwargs)}
+        path = f"/engram/v1/engine/call/{name}"
+        if op.long:
+            return self._client.stream(path, progress, cancel, json=body)[0]
+        return self._client.post(path, body)
+
+    def banks(self) -> list[BankInfo]:
+        return self._call("banks")
+
+    def open_bank(self, name: str) -> RemoteBank:
+        info = self._call("open_bank", name)
+        return RemoteBank(self._client, info.id, info.name)
+
+    def create_bank(self, name: str, *, background: str = "", agent_name: str = "") -> RemoteBank:
+        info = self._call("create_bank", name, background=background, agent_name=agent_name)
+        return RemoteBank(self._client, info.id, info.name)
+
+    def rename_bank(self, old: str, new: str) -> Change:
+        return self._call("rename_bank", old, new)
+
+    def delete_bank(self, name: str) -> Change:
+        return self._call("delete_bank", name)
+
+    def reembed_bank(self, name: str, progress=None, cancel=None) -> Change:
+        return self._call("reembed_bank", name, progress=progress, cancel=cancel)
+
+    def import_snapshot(
+        self, path, name: str | None = None, replace: bool = False, *, progress=None, cancel=None
+    ) -> RemoteBank:
+        """Upload a `.engram` file; the owner imports it (progress, cancel) and serves it."""
+        info = self._client.upload(
+            "/engram/v1/snapshots/import",
+            Path(path),
+            progress,
+            cancel,
+            name=name,
+            replace="true" if replace else None,
+        )
+        return RemoteBank(self._client, info.id, info.name)
+
+    def language_model(self) -> OwnersModel:
+        return OwnersModel()
+
+    def preload_embedder(self) -> None:
+        """Nothing to load here: the owner's model is already warm."""
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> RemoteEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def is_remote(bank: Any) -> bool:
+    return isinstance(bank, RemoteBank)
+
+
+Progress = Callable[[int, int, str], None]

@@ -7,11 +7,9 @@ from typing import Any
 from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
+from core import LanguageModelError, ReflectionError, SnapshotError
 from core.limits import FieldError
-from core.providers.llm import LanguageModelError
-from core.reflect import ReflectionError
 from core.server.guard import current_departure
-from core.snapshot import SnapshotError
 from core.types import (
     BankExistsError,
     BankLockedError,

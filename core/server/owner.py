@@ -13,17 +13,18 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.home import labelled_folders
+from core.home import find_bank
 from core.server.token import ENV as TOKEN_ENV
 from core.store.lock import live_owner
 
 
 @dataclass(frozen=True)
 class Owner:
-    bank: str
+    bank: str  # the bank's id
     pid: int
     url: str
     token_file: str | None
+    name: str = ""  # its name now
 
     def token(self) -> str:
         """The token the owner expects: ENGRAM_API_TOKEN if set (as the server
@@ -32,24 +33,28 @@ class Owner:
         if env:
             return env
         if not self.token_file:
-            raise PermissionError(f"the owner of bank {self.bank!r} named no token file")
+            raise PermissionError(
+                f"the owner of bank {self.name or self.bank!r} named no token file"
+            )
         return Path(self.token_file).read_text("utf-8").strip()
 
 
 def bank_folder(home: Path, bank: str) -> Path | None:
-    for folder, label in labelled_folders(home / "banks"):
-        if label.get("name") == bank:
-            return folder
-    return None
+    """The folder of the bank `bank` names (its id, name, or a former name)."""
+    found = find_bank(home / "banks", bank)
+    return found.folder if found is not None else None
 
 
 def find_owner(home: Path, bank: str) -> Owner | None:
-    """The live process that owns `bank` and serves it on this machine, or None
-    (nobody holds it, or its owner does not serve it: open it directly)."""
-    folder = bank_folder(home, bank)
-    if folder is None:
+    """The live process that owns the bank `bank` names (id, name, or a name it had
+    within the grace of a rename) and serves it on this machine, or None (nobody
+    holds it, or its owner does not serve it: open it directly)."""
+    found = find_bank(home / "banks", bank)
+    if found is None or found.expired:
         return None
-    record = live_owner(folder)
+    record = live_owner(found.folder)
     if record is None or record.get("host") not in (None, socket.gethostname()):
         return None
-    return Owner(bank, int(record.get("pid", -1)), record["url"], record.get("token_file"))
+    return Owner(
+        found.id, int(record.get("pid", -1)), record["url"], record.get("token_file"), found.name
+    )

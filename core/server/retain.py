@@ -93,7 +93,7 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
     """Ingest the request's items; the change and what was written. Call under the
     bank's lock."""
     documents = documents_of(request.items)
-    stored = _stored_hashes(bank, [d.id for d in documents if d.id])
+    stored = bank.document_hashes([d.id for d in documents if d.id])
     change = Change()
     for document in documents:
         previous = stored.get(document.id) if document.id else None
@@ -125,20 +125,7 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
     return change | report.change, summary
 
 
-def _stored_hashes(bank: Bank, ids: list[str]) -> dict[str, str]:
-    """The content hash of each of these documents the bank holds (one indexed
-    lookup, not a listing of every document: retain runs once per message)."""
-    if not ids:
-        return {}
-    rows = (
-        bank.store.reader()
-        .execute("SELECT id, content_hash FROM documents WHERE id IN (SELECT unnest(?))", [ids])
-        .fetchall()
-    )
-    return dict(rows)
-
-
 def _hash(document: Document) -> str:
-    from core.retain.documents import content_hash
+    from core import document_hash
 
-    return content_hash(document)
+    return document_hash(document)

@@ -48,7 +48,7 @@ def write(served, bank_id: str, action) -> dict[str, Any]:
     """Run `action(bank) -> Change` under the bank's lock; announce and describe it."""
     with served.using(bank_id) as bank:
         change = action(bank)
-    served.changed(bank.name, change)
+    served.changed(bank.id, change)
     return {"change": change_dict(change)}
 
 
@@ -57,7 +57,13 @@ def write(served, bank_id: str, action) -> dict[str, Any]:
 
 @router.get("/banks")
 def banks(served: Served) -> dict[str, Any]:
-    return {"banks": served.names()}
+    """The banks' names (`banks`) and each one's immutable id with its name (`items`):
+    a bank is reached by either in every `{bank_id}` path."""
+    infos = served.infos()
+    return {
+        "banks": [i.name for i in infos],
+        "items": [{"id": i.id, "name": i.name, "created_at": i.created_at} for i in infos],
+    }
 
 
 @router.get(BANK)
@@ -65,6 +71,7 @@ def bank_info(bank_id: str, served: Served) -> dict[str, Any]:
     bank = served.get(bank_id)
     profile = bank.profile()
     return {
+        "id": bank.id,
         "name": bank.name,
         "background": profile.background,
         "agent_name": profile.agent_name,
@@ -166,7 +173,7 @@ def reflect(bank_id: str, body: ReflectBody, served: Served) -> dict[str, Any]:
             body.query, disposition, body.budget_tokens, commit=False, now=body.now
         )
         change = bank.commit_reflection(reflection) if body.commit else Change()
-    served.changed(bank.name, change)
+    served.changed(bank.id, change)
     return {"reflection": reflection.to_dict(), "change": change_dict(change)}
 
 
@@ -411,7 +418,7 @@ def reingest_document(
         stored_document(bank, document_id)
         report = bank.reingest_document(document_id, mode)
         pending = bank.pending_jobs()
-    served.changed(bank.name, report.change)
+    served.changed(bank.id, report.change)
     return {
         "mode": report.mode,
         "facts": report.facts_total,
@@ -436,7 +443,8 @@ def export_snapshot(bank_id: str, served: Served) -> FileResponse:
     path = _temp_path(".engram")
     try:
         with served.using(bank_id) as bank:
-            bank.export_snapshot(path)
+            # Where the client keeps the file is not known here: say how it left.
+            bank.export_snapshot(path, record_as="downloaded", record_host="an HTTP client")
     except BaseException:
         path.unlink(missing_ok=True)
         raise
@@ -464,21 +472,37 @@ def _safe_filename(name: str) -> str:
     },
 )
 async def import_snapshot(
-    request: Request, served: Served, name: str | None = None
-) -> dict[str, Any]:
+    request: Request, served: Served, name: str | None = None, replace: bool = False
+):
     """Upload a `.engram` file (the raw bytes as the body) to create a bank from it
-    (default name: the one it was exported with). The body streams to a temporary
-    file within the snapshot size limit; the importer validates it and changes
-    nothing when it refuses it."""
+    (default name: the one it was exported with), or with `replace=true` to replace
+    the bank of that name atomically. The body streams to a temporary file within
+    the snapshot size limit; the importer validates it and changes nothing when it
+    refuses it. With `Accept: application/x-ndjson` the answer streams the
+    import's progress and it can be cancelled (core/server/calls.py); its value
+    is the bank's listing."""
     from starlette.concurrency import run_in_threadpool
+
+    from core.server.routes_cli import NDJSON, _streamed
+    from core.server.wire import encode
 
     path = _temp_path(".engram")
     try:
         with path.open("wb") as out:
             async for chunk in request.stream():
                 out.write(chunk)
-        bank = await run_in_threadpool(served.engine.import_snapshot, path, name)
-        served.serve_new(bank)
-        return {"bank": bank.name, "units": bank.count(status=None)}
-    finally:
+    except BaseException:
         path.unlink(missing_ok=True)
+        raise
+
+    def work(progress=None, cancel=None):
+        try:
+            bank = served.import_snapshot(path, name, replace, progress=progress, cancel=cancel)
+        finally:
+            path.unlink(missing_ok=True)
+        return {"value": encode(served.info(bank.id))}, bank
+
+    if NDJSON in request.headers.get("accept", ""):
+        return _streamed(request, lambda progress, cancel: work(progress, cancel)[0])
+    _, bank = await run_in_threadpool(work)
+    return {"bank": bank.name, "units": bank.count(status=None)}

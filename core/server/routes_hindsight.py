@@ -23,7 +23,7 @@ from core.server.operations import Operation, Operations
 from core.server.retain import check_request, retain
 from core.server.served import ServedBanks
 from core.server.version import ENGRAM_VERSION, HINDSIGHT_API_VERSION
-from core.types import BankNotFoundError, Disposition, EngramError, Network, UnitStatus
+from core.types import BankNotFoundError, Disposition, EngramError, UnitStatus
 from core.vocabulary import NETWORKS
 
 router = APIRouter()
@@ -86,7 +86,7 @@ def traits(disposition: Disposition) -> m.DispositionTraits:
 def profile_of(bank: Bank) -> m.BankProfileResponse:
     profile = bank.profile()
     return m.BankProfileResponse(
-        bank_id=bank.name,
+        bank_id=bank.id,
         name=profile.agent_name or bank.name,
         disposition=traits(profile.disposition),
         mission=profile.background,
@@ -101,33 +101,35 @@ def list_banks(
     limit: Annotated[int, Query(ge=0, le=limits.PAGE)] = 100,
     offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
 ) -> m.BankListResponse:
-    names = [n for n in served.names() if not q or q.lower() in n.lower()]
-    created = {info.name: info.created_at for info in served.engine.banks()}
+    infos = [i for i in served.infos() if not q or q.lower() in f"{i.id} {i.name}".lower()]
     items = []
-    for name in names[offset : offset + limit]:
+    for info in infos[offset : offset + limit]:
         try:
-            bank = served.get(name)
+            bank = served.get(info.id)
         except BankNotFoundError:
             continue  # deleted meanwhile
         except EngramError:  # held by another process: listed, not described
             items.append(
                 m.BankListItem(
-                    bank_id=name, disposition=traits(Disposition()), created_at=created.get(name)
+                    bank_id=info.id,
+                    name=info.name,
+                    disposition=traits(Disposition()),
+                    created_at=info.created_at,
                 )
             )
             continue
         profile = bank.profile()
         items.append(
             m.BankListItem(
-                bank_id=name,
-                name=profile.agent_name or name,
+                bank_id=info.id,
+                name=profile.agent_name or info.name,
                 disposition=traits(profile.disposition),
                 mission=profile.background,
-                created_at=created.get(name),
+                created_at=info.created_at,
                 fact_count=bank.count(),
             )
         )
-    return m.BankListResponse(banks=items, total=len(names), limit=limit, offset=offset)
+    return m.BankListResponse(banks=items, total=len(infos), limit=limit, offset=offset)
 
 
 CREATE_REFUSALS = {
@@ -177,9 +179,11 @@ def create_or_update_bank(
     try:
         served.get(bank_id)
     except BankNotFoundError:
-        if not served.open_on_demand and bank_id in {i.name for i in served.engine.banks()}:
+        on_disk = {ref for i in served.engine.banks() for ref in (i.id, i.name)}
+        if not served.open_on_demand and bank_id in on_disk:
             raise  # on disk, but this process does not serve it
-        served.create(bank_id)
+        # The client's bank_id is the bank's id (and its first name): its handle for good.
+        served.create(bank_id, bank_id=bank_id)
     return _update_profile(served, bank_id, body)
 
 
@@ -193,7 +197,7 @@ def _update_profile(served: ServedBanks, bank_id: str, body: m.CreateBankRequest
         update = _profile_update(body, bank.profile().disposition)
         if update:
             change = bank.set_profile(**update)
-            served.changed(bank.name, change)
+            served.changed(bank.id, change)
         return profile_of(bank)
 
 
@@ -216,12 +220,8 @@ def update_disposition(
     with served.using(bank_id) as bank:
         current = bank.profile().disposition
         new = Disposition(**{**current.to_dict(), **body.disposition.model_dump()})
-        served.changed(bank.name, bank.set_profile(disposition=new))
+        served.changed(bank.id, bank.set_profile(disposition=new))
         return profile_of(bank)
-
-
-def _overrides(bank: Bank) -> dict[str, Any]:
-    return dict(bank.store.meta("profile", {}).get("config", {}))
 
 
 def config_of(bank: Bank) -> m.BankConfigResponse:
@@ -230,7 +230,7 @@ def config_of(bank: Bank) -> m.BankConfigResponse:
     for trait, value in profile.disposition.to_dict().items():
         config[f"disposition_{trait}"] = value
     config["reflect_mission"] = profile.background
-    return m.BankConfigResponse(bank_id=bank.name, config=config, overrides=_overrides(bank))
+    return m.BankConfigResponse(bank_id=bank.id, config=config, overrides=bank.config_overrides())
 
 
 @router.get(BANK + "/config", response_model=m.BankConfigResponse, tags=["Banks"])
@@ -270,7 +270,7 @@ def update_config(bank_id: str, body: m.BankConfigUpdate, served: Served) -> m.B
                     }
                 ],
             ) from error
-        served.changed(bank.name, change)
+        served.changed(bank.id, change)
         return config_of(bank)
 
 
@@ -278,46 +278,27 @@ def update_config(bank_id: str, body: m.BankConfigUpdate, served: Served) -> m.B
 def reset_config(bank_id: str, served: Served) -> m.BankConfigResponse:
     """Drop the bank's setting overrides (its disposition and background stay)."""
     with served.using(bank_id) as bank:
-        stored = dict(bank.store.meta("profile", {}))
-        if stored.pop("config", None) is not None:
-            with bank.store.transaction() as tx:
-                bank.store.set_meta(tx.con, "profile", stored)
-            from core.types import Change, Kind
-
-            served.changed(bank.name, Change.of(updated={Kind.PROFILE: [bank.name]}))
+        served.changed(bank.id, bank.reset_config())
         return config_of(bank)
 
 
 @router.get(BANK + "/stats", response_model=m.BankStatsResponse, tags=["Banks"])
 def stats(bank_id: str, served: Served, ops: Ops) -> m.BankStatsResponse:
     bank = served.get(bank_id)
-    con = bank.store.reader()
-    by_network = {str(n): bank.count(n) for n in Network}
-    # Each link is stored in both directions.
-    by_kind = {
-        kind: count // 2
-        for kind, count in con.execute("SELECT kind, count(*) FROM links GROUP BY kind").fetchall()
-    }
-    by_fact = {
-        network: count // 2
-        for network, count in con.execute(
-            "SELECT u.network, count(*) FROM links l JOIN units u ON u.id = l.source"
-            " GROUP BY u.network"
-        ).fetchall()
-    }
+    counted = bank.stats()
     return m.BankStatsResponse(
-        bank_id=bank.name,
-        total_nodes=sum(by_network.values()),
-        total_links=sum(by_kind.values()),
-        total_documents=len(bank.documents()),
-        nodes_by_fact_type=by_network,
-        links_by_link_type=by_kind,
-        links_by_fact_type=by_fact,
+        bank_id=bank.id,
+        total_nodes=counted.total_units,
+        total_links=counted.total_links,
+        total_documents=counted.documents,
+        nodes_by_fact_type=dict(counted.units),
+        links_by_link_type=dict(counted.links),
+        links_by_fact_type=dict(counted.links_by_network),
         links_breakdown={},
-        pending_operations=ops.pending(bank.name),
-        failed_operations=ops.failed(bank.name),
-        pending_consolidation=bank.pending_jobs(),
-        total_observations=by_network["observation"],
+        pending_operations=ops.pending(bank.id),
+        failed_operations=ops.failed(bank.id),
+        pending_consolidation=counted.pending_jobs,
+        total_observations=counted.units.get("observation", 0),
     )
 
 
@@ -331,7 +312,7 @@ def retain_memories(
     """Retain items. Synchronous: answers once every document is committed.
     With `"async": true`: answers at once with an `operation_id` to poll."""
     mode = check_request(body)
-    name = served.get(bank_id).name
+    name = served.get(bank_id).id
 
     def work() -> dict[str, Any]:
         with served.using(name) as bank:
@@ -381,7 +362,7 @@ def _status(op: Operation) -> m.OperationStatusResponse:
 def operation_status(
     bank_id: str, operation_id: str, served: Served, ops: Ops
 ) -> m.OperationStatusResponse:
-    op = ops.get(served.get(bank_id).name, operation_id)
+    op = ops.get(served.get(bank_id).id, operation_id)
     if op is None:
         raise not_found(f"no operation {operation_id!r} in bank {bank_id!r}")
     return _status(op)
@@ -396,7 +377,7 @@ def list_operations(
     limit: Annotated[int, Query(ge=0, le=limits.PAGE)] = 20,
     offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
 ) -> m.OperationsListResponse:
-    name = served.get(bank_id).name
+    name = served.get(bank_id).id
     found = [o for o in reversed(ops.of_bank(name)) if status is None or o.status == status]
     return m.OperationsListResponse(
         bank_id=name,
@@ -429,14 +410,7 @@ RECALL_REFUSALS = {
 
 
 def entity_names(bank: Bank, ids: set[str]) -> dict[str, str]:
-    if not ids:
-        return {}
-    rows = (
-        bank.store.reader()
-        .execute("SELECT id, name FROM entities WHERE id IN (SELECT unnest(?))", [sorted(ids)])
-        .fetchall()
-    )
-    return dict(rows)
+    return bank.entity_names(sorted(ids)) if ids else {}
 
 
 @router.post(BANK + "/memories/recall", response_model=m.RecallResponse, tags=["Memory"])
@@ -518,7 +492,7 @@ def reflect(bank_id: str, body: m.ReflectRequest, served: Served) -> m.ReflectRe
     with served.using(bank_id) as bank:
         reflection = bank.reflect(body.query, budget_tokens=LEVEL_TOKENS[body.budget], commit=False)
         change = bank.commit_reflection(reflection)
-    served.changed(bank.name, change)
+    served.changed(bank.id, change)
     based_on = None
     if body.include is not None and body.include.facts is not None:
         based_on = m.ReflectBasedOn(
@@ -572,11 +546,8 @@ def list_memories(
         "start": start_date,
         "end": end_date,
         "status": UnitStatus.RETRACTED if state == "invalidated" else UnitStatus.ACTIVE,
+        "document": document_id,
     }
-    if document_id is not None:
-        from core.retain.documents import units_of
-
-        filters["ids"] = units_of(bank.store.reader(), document_id)
     units = bank.units(
         order="occurred_start", descending=True, offset=offset, limit=limit, **filters
     )
@@ -665,11 +636,10 @@ def list_entities(
 )
 def get_entity(bank_id: str, entity_id: str, served: Served) -> m.EntityDetailResponse:
     bank = served.get(bank_id)
-    from core.retain.entities import get_entity as find
-
-    entity = find(bank.store.reader(), entity_id)
-    if entity is None:
-        raise not_found(f"no entity {entity_id!r} in bank {bank_id!r}")
+    try:
+        entity = bank.entity(entity_id)
+    except EngramError:
+        raise not_found(f"no entity {entity_id!r} in bank {bank_id!r}") from None
     observation = bank.observation(entity_id)
     observations = (
         [
@@ -721,7 +691,7 @@ def list_documents(
         items=[
             m.DocumentListItem(
                 id=d.id,
-                bank_id=bank.name,
+                bank_id=bank.id,
                 content_hash=d.content_hash,
                 created_at=iso(d.created_at),
                 updated_at=iso(d.created_at),
@@ -746,7 +716,7 @@ def get_document(bank_id: str, document_id: str, served: Served) -> m.DocumentRe
     text = "\n".join(f"{t.speaker}: {t.text}" if t.speaker else t.text for t in turns)
     return m.DocumentResponse(
         id=document.id,
-        bank_id=bank.name,
+        bank_id=bank.id,
         original_text=text,
         content_hash=document.content_hash,
         created_at=iso(document.created_at),
@@ -765,7 +735,7 @@ def delete_document(bank_id: str, document_id: str, served: Served) -> m.DeleteD
     with served.using(bank_id) as bank:
         document = stored_document(bank, document_id)
         change = bank.delete_document(document_id, actor="agent")
-    served.changed(bank.name, change)
+    served.changed(bank.id, change)
     return m.DeleteDocumentResponse(
         success=True,
         message=f"document {document_id!r} deleted",

@@ -389,3 +389,10 @@ def disk_space_ok(folder: Path, needed: int) -> None:
             f" {needed / 1_048_576:,.0f} MB, {free / 1_048_576:,.0f} MB are free; nothing was"
             " changed"
         )
+
+
+def read_snapshot_manifest(path: str | Path) -> Manifest:
+    """A `.engram` file's manifest (its bank's name, counts, versions), checked as an
+    import checks it first; SnapshotError for a file that is no snapshot."""
+    with SnapshotReader(path) as snapshot:
+        return snapshot.manifest

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -82,11 +83,18 @@ def export_snapshot(
     path: str | Path,
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
+    record_as: str | None = None,
+    record_host: str = "",
 ) -> Manifest:
     """Write the bank to `path` (a `.engram` zip); returns its manifest. A disk that
-    refuses the writes ends in a StorageError: no file is left under `path`."""
+    refuses the writes ends in a StorageError: no file is left under `path`.
+
+    The export is recorded in the bank (`known_exports`) under `path`, or under
+    `record_as` on `record_host` (where a client had the file sent: the owner
+    wrote it to a temporary file); `record_as=""` records nothing (a diff's
+    passing copy)."""
     try:
-        return _export(bank, Path(path), progress, cancel)
+        manifest = _export(bank, Path(path), progress, cancel)
     except EngramError:
         raise
     except Exception as error:
@@ -95,6 +103,9 @@ def export_snapshot(
         raise storage_error(
             error, f"no snapshot was written to {path}; the bank is unchanged"
         ) from error
+    if record_as != "":
+        _record_export(bank, record_as or str(Path(path).resolve()), manifest, record_host)
+    return manifest
 
 
 def _export(
@@ -153,7 +164,6 @@ def _export(
                 archive.write(folder / member.name, member.name)
         os.replace(partial, target)
         report(progress, len(members) + 1, len(members) + 1, f"wrote {target.name}")
-    _record_export(bank, target, manifest)
     return manifest
 
 
@@ -164,27 +174,38 @@ class ExportRecord:
     path: str
     exported_at: str
     units: int
+    host: str = ""  # the machine the file went to, when not the bank's own
 
     @property
     def exists(self) -> bool:
+        """Whether the file is still there (False when it went to another machine:
+        it cannot be seen from here)."""
+        if self.host and self.host != socket.gethostname():
+            return False
         return Path(self.path).is_file()
 
 
-def _record_export(bank: BankHandle, target: Path, manifest: Manifest) -> None:
+def _record_export(bank: BankHandle, path: str, manifest: Manifest, host: str = "") -> None:
     """Remember the export in the bank, so a purge can say which files still hold
     what it removes (they are outside the bank, beyond its reach)."""
     entry = {
-        "path": str(target.resolve()),
+        "path": path,
         "exported_at": manifest.created_at,
         "units": manifest.counts.get("units", 0),
     }
+    if host and host != socket.gethostname():
+        entry["host"] = host
     try:
         with bank.store.transaction() as tx:
-            kept = [e for e in bank.store.meta(EXPORTS_KEY, []) if e.get("path") != entry["path"]]
+            kept = [
+                e
+                for e in bank.store.meta(EXPORTS_KEY, [])
+                if (e.get("path"), e.get("host")) != (entry["path"], entry.get("host"))
+            ]
             bank.store.set_meta(tx.con, EXPORTS_KEY, [*kept, entry][-MAX_EXPORTS_KEPT:])
     except EngramError as error:
         # The snapshot is complete; only the note of where it went is missing.
-        log.warning("exported to %s, but the bank could not note it: %s", target, error)
+        log.warning("exported to %s, but the bank could not note it: %s", path, error)
 
 
 def known_exports(bank: BankHandle) -> list[ExportRecord]:
@@ -194,7 +215,10 @@ def known_exports(bank: BankHandle) -> list[ExportRecord]:
         if isinstance(entry, dict) and isinstance(entry.get("path"), str):
             out.append(
                 ExportRecord(
-                    entry["path"], str(entry.get("exported_at", "")), int(entry.get("units") or 0)
+                    entry["path"],
+                    str(entry.get("exported_at", "")),
+                    int(entry.get("units") or 0),
+                    str(entry.get("host") or ""),
                 )
             )
     return out

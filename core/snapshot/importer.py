@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from filelock import Timeout
 
-from core.home import LABEL, labelled_folders, validate_bank_name, write_label
+from core.home import LABEL, bank_id, labelled_folders, read_label, validate_bank_name, write_label
 from core.progress import CancelToken, Progress, check, report
 from core.snapshot.archive import (
     Manifest,
@@ -91,6 +91,8 @@ class Banks(Protocol):
     def reserving_names(self) -> AbstractContextManager[None]: ...
 
     def free_folder(self, name: str) -> Path: ...
+
+    def check_name_free(self, name: str) -> None: ...
 
     def is_open(self, folder: Path) -> bool: ...
 
@@ -241,6 +243,8 @@ def _import(
             raise BankExistsError(
                 f"a bank named {name!r} already exists: import with another name, or replace it"
             )
+        if existing is None:
+            engine.check_name_free(name)  # nor is it another bank's id
         if existing is not None and not engine.is_open(existing):
             # Fail now, not after the work, if another process has it open.
             probe = BankLock(existing, name)
@@ -511,6 +515,7 @@ def _move_into_place(
     label = {"name": name, "created_at": utcnow().isoformat()}
     if existing is None:
         folder = engine.free_folder(name)
+        label["id"] = folder.name  # a new bank here: its own id, whatever it had where exported
         os.rename(temp, folder)
         _step("moved")
         try:
@@ -519,6 +524,11 @@ def _move_into_place(
             shutil.rmtree(folder, ignore_errors=True)
             raise
         return folder
+    # The bank replaced keeps its identity: its id and the names it had.
+    before = read_label(existing) or {}
+    label = {"id": bank_id(existing, before), **label}
+    if before.get("former_names"):
+        label["former_names"] = before["former_names"]
     engine.close_folder(existing)
     lock = BankLock(existing, name)
     lock.acquire()

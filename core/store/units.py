@@ -26,7 +26,7 @@ from core.types import ExtractionMode, InvalidInputError, Network, NewUnit, Unit
 UNIT_COLUMNS = (
     "u.id, u.text, u.network, u.occurred_start, u.occurred_end, u.mentioned_at, "
     "u.confidence, u.status, u.source_ids, u.extraction_mode, u.model, u.embedding_model, "
-    "u.created_at, u.updated_at, u.access_count, u.last_accessed_at"
+    "u.created_at, u.updated_at, u.access_count, u.last_accessed_at, u.document_id"
 )
 
 
@@ -44,6 +44,7 @@ class UnitFilter:
     min_confidence: float | None = None
     max_confidence: float | None = None
     ids: Sequence[str] | None = None
+    document: str | None = None  # the id of the document the units were extracted from
 
     def where(self) -> tuple[str, list]:
         clauses: list[str] = []
@@ -89,6 +90,9 @@ class UnitFilter:
         if self.ids is not None:
             clauses.append("u.id IN (SELECT unnest(?))")
             params.append(list(self.ids))
+        if self.document is not None:
+            clauses.append("u.document_id = ?")
+            params.append(self.document)
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
@@ -181,6 +185,7 @@ def _row_to_unit(row: tuple, entity_ids: tuple[str, ...]) -> Unit:
         updated_at=row[13],
         access_count=row[14],
         last_accessed_at=row[15],
+        document_id=row[16],
     )
 
 
