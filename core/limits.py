@@ -17,7 +17,7 @@ from typing import Any
 
 from core.home import MAX_NAME as BANK_NAME_CHARS
 from core.text import has_surrogate, without_surrogates
-from core.types import MAX_UNIT_CHARS, InvalidInputError
+from core.types import MAX_UNIT_CHARS, Document, InvalidInputError
 
 # -- sizes ------------------------------------------------------------------------------
 
@@ -59,6 +59,7 @@ __all__ = [
     "TURN_CHARS",
     "UNIT_CHARS",
     "FieldError",
+    "check_document",
     "check_page",
     "check_text",
     "field_name",
@@ -117,6 +118,18 @@ def check_text(field: str | Loc, value: Any, limit: int, *, required: bool = Fal
     if required and not value.strip():
         raise FieldError(field, "cannot be empty", "string_too_short")
     return value
+
+
+def check_document(document: Document) -> None:
+    """A conversation's fields within their limits: what the importers check as
+    they read a file, for a Document built by hand or sent over `/call`."""
+    check_text("id", document.id, ID_CHARS)
+    check_text("title", document.title, TITLE_CHARS)
+    for i, turn in enumerate(document.turns):
+        check_text(("turns", i, "id"), turn.id, ID_CHARS)
+        check_text(("turns", i, "speaker"), turn.speaker, NAME_CHARS)
+        check_text(("turns", i, "text"), turn.text, TURN_CHARS)
+        check_text(("turns", i, "session"), turn.session, ID_CHARS)
 
 
 def check_page(offset: Any, limit: Any, *, field_prefix: str = "") -> None:

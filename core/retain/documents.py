@@ -20,7 +20,7 @@ from datetime import datetime
 import duckdb
 import pyarrow as pa
 
-from core.limits import ID_CHARS, NAME_CHARS, TITLE_CHARS, TURN_CHARS, check_text
+from core.limits import check_document as check_limits
 from core.retain.report import ChunkFailure
 from core.store.units import delete_units
 from core.types import Document, EngramError, ExtractionMode, InvalidInputError, Turn
@@ -29,16 +29,8 @@ from core.types import Document, EngramError, ExtractionMode, InvalidInputError,
 
 
 def check_document(document: Document) -> None:
-    """What any way in must respect (core/limits.py): the importers check files
-    as they read them, the server its requests; this is the engine's own
-    check, for Documents built by hand or sent over `/call`."""
-    check_text("id", document.id, ID_CHARS)
-    check_text("title", document.title, TITLE_CHARS)
-    for i, turn in enumerate(document.turns):
-        check_text(("turns", i, "id"), turn.id, ID_CHARS)
-        check_text(("turns", i, "speaker"), turn.speaker, NAME_CHARS)
-        check_text(("turns", i, "text"), turn.text, TURN_CHARS)
-        check_text(("turns", i, "session"), turn.session, ID_CHARS)
+    """The limits any way in must respect (core/limits.py), and turns to keep."""
+    check_limits(document)
     name = document.title or document.source_path or "the document"
     if not any(t.text.strip() for t in document.turns):
         raise InvalidInputError(f"{name}: no turns to retain")

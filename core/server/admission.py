@@ -244,7 +244,7 @@ class Admission:
 
     def __init__(
         self,
-        lock_of: Callable[[str], WriteLock],
+        lock_of: Callable[[str], WriteLock | None],
         *,
         writes_waiting: int = WRITES_WAITING,
         reads: int = READS,
@@ -271,6 +271,9 @@ class Admission:
         """Hold `bank`'s write lock for this request (its ticket set for the
         threads it runs), waiting in line on the event loop; Busy past the bound."""
         lock = self.lock_of(bank)
+        if lock is None:  # no such bank: its 404 waits for nobody
+            yield
+            return
         state = self._bank(bank)
         ticket = object()
         try:

@@ -46,7 +46,7 @@ def build_mcp(
         "what is relevant to a question, reflect to answer from memory.",
     )
     # The HTTP app's, when mounted there: MCP and HTTP requests share each bank's queue.
-    admission = admission or Admission(served.lock)
+    admission = admission or Admission(served.lock_of)
 
     def bank_name(bank: str | None) -> str:
         name = bank or default_bank

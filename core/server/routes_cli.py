@@ -31,7 +31,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from core.interface import BANK, DOWNLOAD, ENGINE, UPLOAD, Operation
-from core.limits import first_unstorable
+from core.limits import FieldError, check_document, first_unstorable
 from core.server.admission import routed_call
 from core.server.calls import Downloads, LongCalls, stream
 from core.server.errors import status_of, stopped_why
@@ -126,6 +126,13 @@ def _arguments(op: Operation, body: Call) -> tuple[list, dict]:
     ):
         # Never a path: the owner reads no file a client names.
         raise CallFailed(400, "ingest takes the conversations themselves (Documents)")
+    if op.transfer == UPLOAD and op.name == "ingest":
+        # Before the answer streams: a refusal is the request's own 422.
+        for document in args[0]:
+            try:
+                check_document(document)
+            except FieldError as error:
+                raise CallFailed(422, str(error), "FieldError") from None
     if op.transfer == DOWNLOAD and args:
         raise CallFailed(422, f"{op.name}: the owner writes the file; the client names none")
     return args, kwargs
