@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from core.retain.report import ChunkFailure, IngestReport
     from core.snapshot.archive import Manifest
     from core.snapshot.export import ExportRecord
+    from core.tags import TagScope
     from core.types import Document, Entity, Link, Turn
 
 ADD_BATCH = 1000
@@ -202,6 +203,35 @@ class Bank:
     ) -> int:
         return count_units(self.store.reader(), UnitFilter(network=network, **filters))
 
+    def memories_timeseries(
+        self, start: datetime, end: datetime, trunc: str = "day", time_field: str = "created_at"
+    ) -> list[tuple[datetime, dict[str, int]]]:
+        """Active units per network in each minute / hour / day of [start, end)."""
+        from core.store.units import memories_timeseries
+
+        return memories_timeseries(self.store.reader(), start, end, trunc, time_field)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens in each text, as recall counts them for its budgets."""
+        from core.recall.packing import TOKEN_COUNTS
+
+        return TOKEN_COUNTS.count(self.handle.embedder, list(texts))
+
+    def units_by_id(self, unit_ids: Sequence[str]) -> dict[str, Unit]:
+        """These units (any status) by id; ids not stored are left out."""
+        from core.store.units import get_units
+
+        return get_units(self.store.reader(), list(unit_ids))
+
+    def tag_counts(
+        self, q: str | None = None, *, offset: int = 0, limit: int | None = 100
+    ) -> tuple[list[tuple[str, int]], int]:
+        """The tags active units carry, most used first: a page of (tag, units)
+        and how many tags there are; `q` keeps those containing it."""
+        from core.store.tagged import tag_counts
+
+        return tag_counts(self.store.reader(), q, offset, limit)
+
     def edit_unit(
         self,
         unit_id: str,
@@ -262,17 +292,21 @@ class Bank:
             actor=actor,
         )
 
-    def hide_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+    def hide_units(
+        self, unit_ids: Sequence[str], *, actor: str = "user", reason: str | None = None
+    ) -> Change:
         """Hide facts from recall, reflect and the default views without deleting
-        them (what was derived from them follows); audited, undoable."""
+        them (what was derived from them follows); audited (with `reason`), undoable."""
         from core.curate.memories import set_hidden
 
-        return set_hidden(self.handle, unit_ids, True, actor=actor)
+        return set_hidden(self.handle, unit_ids, True, actor=actor, reason=reason)
 
-    def unhide_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+    def unhide_units(
+        self, unit_ids: Sequence[str], *, actor: str = "user", reason: str | None = None
+    ) -> Change:
         from core.curate.memories import set_hidden
 
-        return set_hidden(self.handle, unit_ids, False, actor=actor)
+        return set_hidden(self.handle, unit_ids, False, actor=actor, reason=reason)
 
     # -- retain (core/retain) ------------------------------------------------
 
@@ -295,6 +329,23 @@ class Bank:
         from core.retain.pipeline import ingest
 
         return ingest(self.handle, source, format, mode, force, progress, cancel, llm)
+
+    def append_turns(
+        self,
+        document_id: str,
+        turns: Sequence[Turn],
+        mode: str = "auto",
+        *,
+        progress: Progress | None = None,
+        cancel: CancelToken | None = None,
+        llm: LanguageModel | None = None,
+    ) -> IngestReport:
+        """Add turns to a stored document, after its own, and retain only them
+        (one transaction): its earlier memories, and their curation, stay.
+        EngramError when there is no such document."""
+        from core.retain.pipeline import append
+
+        return append(self.handle, document_id, turns, mode, progress, cancel, llm)
 
     def process_jobs(
         self,
@@ -331,10 +382,12 @@ class Bank:
 
         return pending_jobs(self.store.reader())
 
-    def documents(self) -> list[StoredDocument]:
+    def documents(self, ids: Sequence[str] | None = None) -> list[StoredDocument]:
+        """Stored documents (or those with these ids), oldest first, each with its
+        counts, tags and metadata."""
         from core.retain.documents import list_documents
 
-        return list_documents(self.store.reader())
+        return list_documents(self.store.reader(), ids)
 
     def document_hashes(self, document_ids: Sequence[str]) -> dict[str, str]:
         """The content hash of each of these documents the bank holds (one indexed
@@ -395,6 +448,18 @@ class Bank:
         from core.retain.documents import document_turns
 
         return document_turns(self.store.reader(), document_id)
+
+    def sources(self, unit_ids: Sequence[str]) -> dict[str, list[Turn]]:
+        """The source turns of each unit in its own document, in source order."""
+        from core.retain.documents import sources_of
+
+        return sources_of(self.store.reader(), unit_ids)
+
+    def observation_sources(self, observation_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The facts each observation was made from."""
+        from core.retain.observations import sources_by_observation
+
+        return sources_by_observation(self.store.reader(), observation_ids)
 
     def provenance(self, unit_id: str) -> list[Turn]:
         """The source turns of a unit, in its source order."""
@@ -530,13 +595,21 @@ class Bank:
         llm: LanguageModel | None = None,
         *,
         now: datetime | None = None,
+        tags: TagScope | None = None,
+        context: str | None = None,
+        max_tokens: int | None = None,
     ) -> Reflection:
         """Answer `query` from memory under Θ (default: the bank's) and, with
-        `commit`, keep the reflection and apply the opinions it forms.
-        See `core.reflect.reflect.reflect`."""
-        from core.reflect.reflect import reflect
+        `commit`, keep the reflection and apply the opinions it forms. `tags`
+        limits the evidence to what that tag scope lets through, `context` is the
+        asker's situation (given to the answer and recalled with), `max_tokens`
+        the longest answer. See `core.reflect.reflect.reflect`."""
+        from core.reflect.reflect import Asked, reflect
 
-        return reflect(self.handle, query, disposition, budget_tokens, commit, llm, now=now)
+        asked = Asked(tags=tags, context=context, max_tokens=max_tokens)
+        return reflect(
+            self.handle, query, disposition, budget_tokens, commit, llm, now=now, asked=asked
+        )
 
     def compare(
         self,
@@ -552,6 +625,22 @@ class Bank:
         from core.reflect.reflect import compare
 
         return compare(self.handle, query, dispositions, budget_tokens, llm, now=now)
+
+    def structured_output(
+        self, reflection: Reflection, schema: dict[str, Any], llm: LanguageModel | None = None
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """The reflection's answer as a value fitting the JSON Schema `schema`, or
+        None and why not (see core/reflect/structured.py). InvalidInputError for a
+        schema that is not one."""
+        from core.providers.llm import ModelChoice
+        from core.reflect.structured import structured_output
+
+        choice = ModelChoice(llm, self.handle.language_model) if not reflection.offline else None
+        try:
+            return structured_output(reflection, schema, choice.model if choice else None)
+        finally:
+            if choice is not None:
+                choice.close()
 
     def commit_reflection(self, reflection: Reflection, *, apply_opinions: bool = True) -> Change:
         """Keep a reflection (from `compare` or `reflect(commit=False)`) and apply

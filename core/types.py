@@ -139,6 +139,9 @@ class Unit:
     access_count: int = 0  # recalls by agents and the studio (not inspection runs)
     last_accessed_at: datetime | None = None
     document_id: str | None = None  # the document it was extracted from (None: by hand)
+    tags: tuple[str, ...] = ()  # its source turns' tags (core/tags.py)
+    # Left out of the hash (a dict has none), so values holding it stay hashable.
+    metadata: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,8 @@ class NewUnit:
     model: str = ""
     vector: tuple[float, ...] | None = None
     id: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def with_id(self) -> NewUnit:
         return self if self.id else replace(self, id=new_id())
@@ -175,6 +180,8 @@ class Turn:
     timestamp: datetime | None = None
     session: str = ""
     index: int = 0
+    tags: tuple[str, ...] = ()  # Hindsight's item tags and metadata (core/tags.py)
+    metadata: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,8 @@ class UnitDetail(QWidget):
             ("mentioned", "Mentioned"),
             ("confidence", "Confidence"),
             ("entities", "Entities"),
+            ("tags", "Tags"),
+            ("metadata", "Metadata"),
             ("sources", "Source turns"),
             ("extraction", "Extraction"),
             ("status", "Status"),
@@ -157,6 +159,8 @@ class UnitDetail(QWidget):
             self.fields[key] = label
             form.addRow(title, label)
         self.fields["entities"].linkActivated.connect(self._entity_link)
+        for key in ("tags", "metadata"):  # an agent's text: shown as text, never as markup
+            self.fields[key].setTextFormat(Qt.TextFormat.PlainText)
 
         self.provenance = QTextBrowser()
         self.provenance.setObjectName("provenance")
@@ -223,6 +227,8 @@ class UnitDetail(QWidget):
             "—" if unit.confidence is None else f"{unit.confidence:.2f}"
         )
         self._show_entities()
+        self.fields["tags"].setText(", ".join(unit.tags) or "none")
+        self.fields["metadata"].setText(metadata_text(unit.metadata))
         # Turn ids mean nothing to a reader: the speakers and times replace them once read.
         n = len(unit.source_ids)
         self.fields["sources"].setText(
@@ -530,6 +536,13 @@ def links_html(
                 f"&nbsp;&nbsp;<span style='color:gray'>and {len(group) - LINKS_PER_KIND} more</span>"
             )
     return "<br>".join(parts)
+
+
+def metadata_text(metadata: dict[str, str]) -> str:
+    """An agent's metadata (Hindsight's `metadata`), one `key: value` a line."""
+    if not metadata:
+        return "none"
+    return "\n".join(f"{key}: {value}" for key, value in sorted(metadata.items()))
 
 
 def recalled_text(unit: Unit) -> str:

@@ -51,7 +51,7 @@ from core import INGEST_MODES, Kind
 if TYPE_CHECKING:
     from core import Bank, Change, DocumentPreview
 
-HEADERS = ["Title", "Turns", "Units", "Extracted by", "Ingested"]
+HEADERS = ["Title", "Turns", "Units", "Extracted by", "Ingested", "Tags"]
 
 
 class DeleteDocumentDialog(QDialog):
@@ -211,6 +211,7 @@ class DocumentsPane(Pane):
                 f"{d.units:,}",
                 (d.extraction_mode or "") + (f" · partial ({partial} failed)" if partial else ""),
                 fmt_time(d.created_at),
+                ", ".join(d.tags),
             )
             for col, value in enumerate(values):
                 item = QTableWidgetItem(value)
@@ -289,10 +290,14 @@ class DocumentsPane(Pane):
             self.failures.setText("\n".join(lines))
         self.heading.setText(html.escape(document.title))
         model = f" · {document.model}" if document.model else ""
+        # Titles, tags and metadata come from agents: text, never markup.
+        self.info.setTextFormat(Qt.TextFormat.PlainText)
         self.info.setText(
             f"{document.turns:,} turns · {document.units:,} units · "
             f"{document.extraction_mode or '?'}{model} · ingested {fmt_time(document.created_at)}"
             + (f"\n{document.source_path}" if document.source_path else "")
+            + (f"\nTags: {', '.join(document.tags)}" if document.tags else "")
+            + (f"\nMetadata: {metadata_line(document.metadata)}" if document.metadata else "")
         )
         if turns is None:
             self.turns.setHtml("<i>Loading turns…</i>")
@@ -396,6 +401,11 @@ def reingest_status(title: str, report: Any) -> str:
     return f"Re-ingested “{title}”: {report.facts_total} facts ({report.mode})."
 
 
+def metadata_line(metadata: dict[str, str]) -> str:
+    """An agent's metadata on one line: `key: value; key: value`."""
+    return "; ".join(f"{k}: {v}" for k, v in sorted((metadata or {}).items()))
+
+
 def turns_html(turns: list[Any], failed: set[str] | frozenset[str] = frozenset()) -> str:
     if not turns:
         return "<i>This document has no stored turns.</i>"
@@ -406,8 +416,13 @@ def turns_html(turns: list[Any], failed: set[str] | frozenset[str] = frozenset()
             session = t.session
             parts.append(f"<h4 style='margin:8px 0 2px 0'>{html.escape(session)}</h4>")
         when = fmt_time(t.timestamp)
+        scope = "".join(
+            f" · {html.escape(part)}"
+            for part in (", ".join(t.tags), metadata_line(t.metadata))
+            if part
+        )
         mark = " · <span style='color:#c0392b'>not extracted</span>" if t.id in failed else ""
-        meta = f"<span style='color:gray'>{when} · {html.escape(t.id)}</span>{mark}<br>"
+        meta = f"<span style='color:gray'>{when} · {html.escape(t.id)}{scope}</span>{mark}<br>"
         parts.append(
             f"<p style='margin:4px 0'>{meta}<b>{html.escape(t.speaker)}</b>: "
             f"{html.escape(t.text)}</p>"

@@ -1,5 +1,6 @@
 """`engram serve`: serve the data folder's banks over HTTP (and MCP at /mcp);
-`engram mcp BANK`: one bank over MCP on stdin/stdout, for desktop agents.
+`engram mcp BANK`: one bank over MCP on stdin/stdout, for desktop agents,
+bridged to the bank's owner when another process has it open.
 
 `engram serve` owns what it serves: a bank is opened on the first request
 naming it and stays open (its lock held) until the server stops. It also runs
@@ -57,7 +58,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     serve.set_defaults(handler=run_serve)
 
-    mcp = sub.add_parser("mcp", help="serve one bank over MCP on stdin/stdout")
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve one bank over MCP on stdin/stdout (for Claude Desktop, Claude Code, Cursor)",
+        description="Serve BANK's memory tools over MCP on stdin/stdout. While the studio or "
+        "`engram serve` has the bank open, each call goes through it; otherwise the bank is "
+        "opened for the calls and closed again when they stop, so the studio can open it.",
+    )
     mcp.add_argument("bank")
     mcp.set_defaults(handler=run_mcp)
 
@@ -122,15 +129,12 @@ def run_serve(args, engine: Engine) -> int:
 
 
 def run_mcp(args, engine: Engine) -> int:
-    from core.server import ServedBanks
-    from core.server.mcp_tools import run_stdio
+    """One bank over MCP on stdio. Each call goes to the process that has the bank
+    open (the studio, `engram serve`), or opens it for as long as calls come
+    (core/server/mcp_stdio.py): it never holds the bank while the agent is idle."""
+    from core.server.mcp_stdio import run_stdio
 
-    bank = engine.open_bank(args.bank)
-    served = ServedBanks(engine, open_on_demand=False)
-    served.adopt(bank)
-    try:
-        run_stdio(served, bank.name)
-    finally:
-        served.close()  # its background observation rebuilds end before the bank closes
-        bank.close()
+    # The embedding model loads on the first call this process answers itself:
+    # bridged to an owner, it is never needed here.
+    run_stdio(engine, args.bank)
     return 0

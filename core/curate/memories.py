@@ -107,9 +107,15 @@ def add_memory(
 
 
 def set_hidden(
-    bank: BankHandle, unit_ids: Sequence[str], hidden: bool, *, actor: str = "user"
+    bank: BankHandle,
+    unit_ids: Sequence[str],
+    hidden: bool,
+    *,
+    actor: str = "user",
+    reason: str | None = None,
 ) -> Change:
-    """Hide active units (hidden=True) or bring hidden ones back."""
+    """Hide active units (hidden=True) or bring hidden ones back; `reason` is
+    kept in the audit entry."""
     ids = sorted({unit_ids} if isinstance(unit_ids, str) else set(unit_ids))
     if not ids:
         raise InvalidInputError("choose at least one memory")
@@ -136,7 +142,7 @@ def set_hidden(
         sample = [{"id": u.id, "text": u.text} for u in units[:20]]
         return Outcome(
             before={"count": len(ids), "units": sample, "status": str(have)},
-            after={"count": len(ids), "status": str(want)},
+            after={"count": len(ids), "status": str(want)} | ({"reason": reason} if reason else {}),
             observe=entities,
         )
 

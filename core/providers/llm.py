@@ -605,6 +605,15 @@ def _reask(messages: list[dict[str, str]], problem: _Retry) -> list[dict[str, st
     ]
 
 
+def _last_sentence(text: str) -> str:
+    """`text` up to its last sentence end (all of it when it has none)."""
+    ends = [text.rfind(mark) for mark in (". ", "! ", "? ", ".\n", "!\n", "?\n")]
+    end = max(ends)
+    if text.rstrip().endswith((".", "!", "?")):
+        return text.rstrip()
+    return text[: end + 1] if end > 0 else text.rstrip()
+
+
 def _with_tag(name: str) -> str:
     name = name.strip().casefold()
     return name if ":" in name else f"{name}:latest"
@@ -846,11 +855,18 @@ class LanguageModel:
     # ---- asking ---------------------------------------------------------------------
 
     def chat(
-        self, system: str, prompt: str, *, on_tokens: Callable[[int], None] | None = None
+        self,
+        system: str,
+        prompt: str,
+        *,
+        on_tokens: Callable[[int], None] | None = None,
+        max_tokens: int | None = None,
     ) -> str:
         """A plain-text answer, reasoning blocks removed. `on_tokens(n)` is called
         as the reply streams (n pieces so far); an exception it raises (a cancel)
-        abandons the call."""
+        abandons the call. With `max_tokens` the answer is at most that long: one
+        cut at the limit is kept, up to its last full sentence, rather than asked
+        again with more room."""
 
         def interpret(content: str, thinking: str) -> str:
             text = strip_think(content).strip()
@@ -860,7 +876,7 @@ class LanguageModel:
                 raise _Retry("the model returned an empty answer", reply=content)
             return text
 
-        return self._ask(system, prompt, None, interpret, on_tokens)
+        return self._ask(system, prompt, None, interpret, on_tokens, limit=max_tokens)
 
     def structured(
         self,
@@ -908,6 +924,7 @@ class LanguageModel:
         fmt: dict[str, Any] | str | None,
         interpret: Callable[[str, str], T],
         on_tokens: Callable[[int], None] | None = None,
+        limit: int | None = None,
     ) -> T:
         if not self.settings.model.strip():
             raise LanguageModelError("no language model is chosen (set one in Settings)", "config")
@@ -915,12 +932,15 @@ class LanguageModel:
             {"role": "user", "content": prompt}
         ]
         attempts = 1 + max(0, self.settings.retries)
-        num_predict = max(1, self.settings.num_predict)
+        num_predict = max(1, self.settings.num_predict if limit is None else limit)
         asked = messages
         last = _Retry("no attempt was made")
         for attempt in range(1, attempts + 1):
             try:
                 content, thinking, done_reason = self._send(asked, fmt, num_predict, on_tokens)
+                if done_reason == "length" and limit is not None and fmt is None:
+                    # The caller's limit: keep what fits, to its last full sentence.
+                    return interpret(_last_sentence(content), thinking)
                 if done_reason == "length":
                     # A reply cut mid-way may still parse once "repaired", minus
                     # what was cut: never keep it, ask again with room to finish.

@@ -1,8 +1,11 @@
 """The four retrieval channels. Each returns a ranked list with its raw scores.
 
 Every channel sees only active units of the requested networks inside the
-caller's time filter (`Scope`). Channels run on worker threads, so each takes
-the store and opens its own DuckDB cursor.
+caller's time filter and, when the caller names tags, inside the set of units
+those tags let through (`Scope.allowed`, core/store/tagged.py): a pre-filter
+each channel applies in its own search, never a filter on what it found.
+Channels run on worker threads, so each takes the store and opens its own
+DuckDB cursor.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from core.recall.timescore import interval_proximity
 from core.recall.trace import ChannelResult
 from core.store.bank_store import BankStore
 from core.store.filters import sql_string, sql_string_list
-from core.store.vectors import occurred_where
+from core.store.vectors import VectorHit, occurred_where
 from core.types import UnitStatus
 from core.vocabulary import NETWORKS
 
@@ -36,13 +39,23 @@ def has_words(text: str) -> bool:
     return _WORD.search(text) is not None
 
 
+# A tag scope this small is searched exactly, over its own vectors in DuckDB
+# (a few ms for a thousand units); a larger one is a prefilter on LanceDB's search.
+EXACT_SCOPE = 5_000
+
+
 @dataclass(frozen=True)
 class Scope:
-    """What every channel is limited to: active units, these networks, this time."""
+    """What every channel is limited to: active units, these networks, this time,
+    and (`allowed`, None: no limit) these unit ids."""
 
     networks: tuple[str, ...] = ALL_NETWORKS
     start: datetime | None = None
     end: datetime | None = None
+    allowed: frozenset[str] | None = None
+
+    def admits(self, unit_id: str) -> bool:
+        return self.allowed is None or unit_id in self.allowed
 
     @property
     def all_networks(self) -> bool:
@@ -72,6 +85,50 @@ class Scope:
             params.append(self.start)
         return " AND ".join(parts), params
 
+    def within(self, start: datetime | None, end: datetime | None) -> Scope:
+        """This scope, further limited to what occurs in [start, end)."""
+        later = [t for t in (self.start, start) if t is not None]
+        earlier = [t for t in (self.end, end) if t is not None]
+        return Scope(
+            self.networks,
+            max(later) if later else None,
+            min(earlier) if earlier else None,
+            self.allowed,
+        )
+
+
+def vector_search(store: BankStore, vector: np.ndarray, k: int, scope: Scope) -> list[VectorHit]:
+    """The `k` units in `scope` nearest `vector` by cosine. A small tag scope is
+    searched exactly over its own vectors; a large one, and no tag scope, through
+    LanceDB's prefiltered search."""
+    if scope.allowed is None:
+        return store.vectors.search(vector, k, scope.lance_where())
+    if not scope.allowed or k <= 0:
+        return []
+    if len(scope.allowed) > EXACT_SCOPE:
+        where = f"{scope.lance_where()} AND id IN {sql_string_list(sorted(scope.allowed))}"
+        return store.vectors.search(vector, k, where)
+    condition, params = scope.sql("u")
+    table = (
+        store.reader()
+        .sql(
+            f"SELECT u.id, u.vector FROM units u WHERE u.id IN (SELECT unnest(?)) AND {condition}",
+            params=[sorted(scope.allowed), *params],
+        )
+        .to_arrow_table()
+    )
+    if table.num_rows == 0:
+        return []
+    ids = table.column("id").to_pylist()
+    column = table.column("vector").combine_chunks()
+    matrix = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    matrix = matrix.reshape(len(ids), -1)
+    norms = np.maximum(np.linalg.norm(matrix, axis=1), 1e-12)
+    query = np.asarray(vector, dtype=np.float32)
+    sims = (matrix @ query) / (norms * max(float(np.linalg.norm(query)), 1e-12))
+    top = np.argsort(-sims, kind="stable")[:k]
+    return [VectorHit(ids[i], float(sims[i])) for i in top]
+
 
 def silent(name: str, note: str) -> ChannelResult:
     return ChannelResult(name, ran=False, note=note)
@@ -87,7 +144,7 @@ def _ms(since: float) -> float:
 def semantic(store: BankStore, vector: np.ndarray, k: int, scope: Scope) -> ChannelResult:
     """LanceDB nearest neighbours by cosine; score = cosine similarity."""
     t0 = time.perf_counter()
-    hits = store.vectors.search(vector, k, scope.lance_where())
+    hits = vector_search(store, vector, k, scope)
     return ChannelResult(
         "semantic",
         [h.id for h in hits],
@@ -113,8 +170,11 @@ def lexical(store: BankStore, text: str, k: int, scope: Scope) -> ChannelResult:
     con = store.reader()
     want = k
     kept: list[tuple[str, float]] = []
+    allowed = sorted(scope.allowed) if scope.allowed is not None else None
+    if allowed == []:
+        return ChannelResult("lexical", ms=_ms(t0), note="no unit in the tag scope")
     for _ in range(4):
-        hits = store.lexical.search(text, want, networks)
+        hits = store.lexical.search(text, want, networks, ids=allowed)
         if not hits:
             break
         allowed = {
@@ -153,6 +213,7 @@ class ScopedNeighbours:
     ) -> None:
         self._entity_fan = entity_fan
         self._con = store.reader()
+        self._scope = scope
         self._condition, self._params = scope.sql("u")
         self._graph = graph
         self._allowed: set[str] = set()
@@ -163,7 +224,7 @@ class ScopedNeighbours:
     def __call__(self, frontier: Collection[str]) -> list[Edge]:
         edges = self._graph.neighbours(list(frontier), entity_fan=self._entity_fan)
         self.steps += 1
-        unchecked = list({e.target for e in edges} - self._checked)
+        unchecked = [t for t in {e.target for e in edges} - self._checked if self._scope.admits(t)]
         if unchecked:
             self._allowed.update(
                 r[0]
@@ -279,10 +340,7 @@ def temporal(
     of one day (they share a midpoint), so similarity decides among them; the
     candidates are the most query-similar of the overlapping units."""
     t0 = time.perf_counter()
-    where = " AND ".join(
-        part for part in (scope.lance_where(), occurred_where(q_start, q_end)) if part
-    )
-    hits = store.vectors.search(vector, max(4 * k, 200), where)
+    hits = vector_search(store, vector, max(4 * k, 200), scope.within(q_start, q_end))
     if not hits:
         return ChannelResult("temporal", ms=_ms(t0), note="no unit in scope occurs in the interval")
     times = {

@@ -54,7 +54,9 @@ from core.recall.trace import (
     SkippedFact,
 )
 from core.store.bank_store import utcnow
+from core.store.tagged import allowed_units
 from core.store.units import get_units, get_vectors, record_access
+from core.tags import TagScope, describe
 from core.timeparse import naive_utc
 from core.types import InvalidInputError, Network, Unit, UnitStatus
 
@@ -97,6 +99,7 @@ def recall(
     observation_budget: int = 0,
     settings: Mapping[str, Any] | None = None,
     count_access: bool = True,
+    tags: TagScope | None = None,
 ) -> RecallResult:
     """Recall what `bank` holds about `query`, packed into `budget_tokens`.
 
@@ -111,6 +114,8 @@ def recall(
     - observation_budget: tokens for the observations (entity profiles) of the
       entities in the packed facts, on top of `budget_tokens` (default 0: none).
     - settings: overrides of `recall.*` settings for this call.
+    - tags: only the units this tag scope lets through (core/tags.py), in every
+      channel: a pre-filter, so the budget fills from the scope.
     - count_access: count this recall in each returned unit's `access_count` and
       `last_accessed_at` (the one write recall makes). Callers that only inspect
       recall (the studio's recall debugger, benchmarks) pass False.
@@ -129,6 +134,7 @@ def recall(
         end,
         observation_budget,
         settings,
+        tags,
     )
     result = _stages(bank, request, t_start)
     if count_access:
@@ -152,6 +158,7 @@ class _Request:
     channels: tuple[str, ...]
     now: datetime | None
     scope: ch.Scope
+    tags: TagScope | None
     cfg: Mapping[str, Any]
     ranker: Reranker
     reference: datetime
@@ -199,6 +206,13 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
     if not request.networks:
         trace.notes.append("no networks selected: nothing to recall")
         return finish()
+    if request.scope.allowed is not None:
+        trace.notes.append(
+            f"tag scope {describe(request.tags)}: every channel searched only its "
+            f"{len(request.scope.allowed):,} active unit(s)"
+        )
+        if not request.scope.allowed:
+            return finish()
     if not ch.has_words(request.query):
         trace.notes.append("the query has no letters or digits: nothing to recall")
         return finish()
@@ -225,7 +239,7 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
     observations: list[RecallItem] = []
     if request.observation_budget > 0 and items:
         t0 = time.perf_counter()
-        observations = _observations(bank, items, request.observation_budget, trace)
+        observations = _observations(bank, items, request.observation_budget, trace, request.scope)
         timings["observations"] = _ms(t0)
     return finish(items, observations, used)
 
@@ -243,6 +257,7 @@ def _request(
     end: Any,
     observation_budget: Any,
     settings: Mapping[str, Any] | None,
+    tags: TagScope | None = None,
 ) -> _Request:
     """The arguments checked (InvalidInputError naming the bad one), the bank's
     settings with this call's overrides, and the reference time for the query."""
@@ -274,12 +289,20 @@ def _request(
         networks=nets,
         channels=wanted,
         now=now,
-        scope=ch.Scope(nets, start, end),
+        scope=ch.Scope(nets, start, end, _allowed(bank, tags)),
+        tags=tags,
         cfg=cfg,
         ranker=ranker,
         reference=reference,
         reference_source=reference_source,
     )
+
+
+def _allowed(bank: BankHandle, tags: TagScope | None) -> frozenset[str] | None:
+    """The units a tag scope lets through (None: no tag scope)."""
+    if tags is None or not tags.active:
+        return None
+    return allowed_units(bank.store.reader(), tags)
 
 
 def _new_trace(request: _Request) -> RecallTrace:
@@ -574,7 +597,11 @@ def _left_at(tokens: Sequence[int], taken: Sequence[int], index: int, budget: in
 
 
 def _observations(
-    bank: BankHandle, items: list[RecallItem], budget: int, trace: RecallTrace
+    bank: BankHandle,
+    items: list[RecallItem],
+    budget: int,
+    trace: RecallTrace,
+    scope: ch.Scope,
 ) -> list[RecallItem]:
     """Observations of the entities the packed facts mention, the most mentioned
     entities first, greedily under their own budget."""
@@ -598,7 +625,7 @@ def _observations(
     order: list[str] = []
     for entity in entities:
         for unit_id in sorted(by_entity.get(entity, ())):
-            if unit_id not in packed_ids and unit_id not in order:
+            if unit_id not in packed_ids and unit_id not in order and scope.admits(unit_id):
                 order.append(unit_id)
     if not order:
         return []

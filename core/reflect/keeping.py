@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from core import tags as tagging
 from core.reflect.prompt import UNKNOWN_DATE, bank_time, date_of
 from core.reflect.values import (
     Evidence,
@@ -144,6 +145,8 @@ def commit(
                     mentioned_at=at,
                     source_ids=source_ids,
                     entity_ids=op.entity_ids,
+                    # Its evidence's scopes: formed from one user's facts, it is theirs.
+                    tags=tagging.union(sources[i].tags for i in op.supporting_ids if i in sources),
                     extraction_mode=ExtractionMode.LLM
                     if reflection.model
                     else ExtractionMode.RULES,

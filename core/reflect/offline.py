@@ -19,7 +19,7 @@ It forms no opinions.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.reflect.values import Evidence, LeftOut
@@ -209,3 +209,31 @@ def _snippet(text: str | None, unit_id: str) -> str:
         return f"[{unit_id}]"
     text = " ".join(text.split())
     return f"“{text if len(text) <= LEFT_OUT_CHARS else text[: LEFT_OUT_CHARS - 1] + '…'}”"
+
+
+def within_tokens(
+    text: str, max_tokens: int | None, count: Callable[[list[str]], list[int]]
+) -> str:
+    """`text` cut to at most `max_tokens` tokens (as `count` counts them): whole
+    lines while they fit, then the words of the next one that do, and "…"."""
+    if max_tokens is None:
+        return text
+    lines = text.split("\n")
+    sizes = count(lines)
+    if sum(sizes) + len(lines) - 1 <= max_tokens:
+        return text
+    kept: list[str] = []
+    used = 0
+    for line, size in zip(lines, sizes, strict=True):
+        if used + size + 1 > max_tokens:
+            words = line.split()
+            while words and used + count([" ".join(words) + " …"])[0] > max_tokens:
+                words = words[: len(words) // 2] if len(words) > 8 else words[:-1]
+            if words:
+                kept.append(" ".join(words) + " …")
+            elif kept:
+                kept[-1] += " …"
+            break
+        kept.append(line)
+        used += size + 1
+    return "\n".join(kept) or "…"

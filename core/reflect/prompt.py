@@ -106,12 +106,25 @@ def evidence_sections(evidence: Sequence[Evidence]) -> str:
     return "\n\n".join(blocks)
 
 
-def answer_prompt(query: str, evidence: Sequence[Evidence], now: datetime | None = None) -> str:
-    """The user message of the answer call."""
+def answer_prompt(
+    query: str,
+    evidence: Sequence[Evidence],
+    now: datetime | None = None,
+    context: str | None = None,
+    max_tokens: int | None = None,
+) -> str:
+    """The user message of the answer call; `context` is the asker's situation,
+    `max_tokens` the longest answer wanted."""
     head = f"Question: {query}"
+    if context and context.strip():
+        head += f"\nThe asker's situation: {context.strip()}"
     if now is not None:
         head += f"\nToday is {format_time(now)}."
+    length = "in a few sentences"
+    if max_tokens is not None:
+        # ~0.75 words a token: the model cannot count tokens, words it can.
+        length += f" (at most {max(1, int(max_tokens * 0.75))} words)"
     return (
         f"{head}\n\nYour memory (evidence):\n\n{evidence_sections(evidence)}\n\n"
-        "Answer the question from this evidence in a few sentences, in the first person."
+        f"Answer the question from this evidence {length}, in the first person."
     )

@@ -14,12 +14,13 @@ and every reflection says which mode produced it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from core.providers.llm import LanguageModel, LanguageModelError, ModelChoice
+from core.recall.packing import TOKEN_COUNTS
 from core.recall.pipeline import recall
 from core.reflect import keeping, offline
 from core.reflect.disposition import system_prompt
@@ -36,6 +37,7 @@ from core.reflect.values import (
 from core.retain.opinions import latest_events
 from core.store.bank_store import utcnow
 from core.store.units import get_units
+from core.tags import TagScope
 from core.types import BankProfile, Change, Disposition, InvalidInputError, new_id
 
 if TYPE_CHECKING:
@@ -68,6 +70,31 @@ class _Context:
     model: str
     notes: tuple[str, ...]
     as_of: datetime | None
+    asked: Asked
+    count_tokens: Callable[[list[str]], list[int]]  # recall's counter (the embedder's tokenizer)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a caller may add to a question: the tags the evidence is limited
+    to, the asker's situation (`context`: given to the answer and recalled
+    with), and the longest answer in tokens."""
+
+    tags: TagScope | None = None
+    context: str | None = None
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_tokens is not None and (
+            isinstance(self.max_tokens, bool)
+            or not isinstance(self.max_tokens, int)
+            or self.max_tokens <= 0
+        ):
+            raise InvalidInputError(
+                f"max_tokens must be a positive integer, got {self.max_tokens!r}"
+            )
+        if self.context is not None and not isinstance(self.context, str):
+            raise InvalidInputError("context must be text")
 
 
 def _prepare(
@@ -76,17 +103,20 @@ def _prepare(
     budget_tokens: int,
     llm: LanguageModel | None,
     now: datetime | None,
+    asked: Asked = Asked(),
 ) -> tuple[_Context, ModelChoice]:
     """Recall once and decide the mode. Returns the context and the model
     choice (to close when done: it closes a model made here)."""
     if not isinstance(budget_tokens, int) or budget_tokens <= 0:
         raise InvalidInputError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
+    situation = (asked.context or "").strip()
     result = recall(
         bank,
-        query,
+        f"{query}\n{situation}" if situation else query,
         budget_tokens=budget_tokens,
         now=now,
         observation_budget=int(budget_tokens * OBSERVATION_SHARE),
+        tags=asked.tags,
     )
     items = [*result.items, *result.observations]
     reader = bank.store.reader()
@@ -109,6 +139,8 @@ def _prepare(
         model=lm.name if lm is not None else "",
         notes=notes,
         as_of=as_of,
+        asked=asked,
+        count_tokens=lambda texts: TOKEN_COUNTS.count(bank.embedder, texts),
     )
     return context, choice
 
@@ -136,9 +168,11 @@ def _answer(ctx: _Context, disposition: Disposition) -> _Answered:
     say why in `opinion_error`."""
     assert ctx.lm is not None
     system = system_prompt(ctx.profile, disposition)
-    prompt = answer_prompt(ctx.query, ctx.evidence, ctx.now)
+    prompt = answer_prompt(
+        ctx.query, ctx.evidence, ctx.now, ctx.asked.context, ctx.asked.max_tokens
+    )
     try:
-        answer = ctx.lm.chat(system, prompt)
+        answer = ctx.lm.chat(system, prompt, max_tokens=ctx.asked.max_tokens)
     except LanguageModelError as error:
         raise ReflectionError(f"no answer: {error}", error.kind) from None
     proposals: list[ProposedOpinion] = []
@@ -180,11 +214,12 @@ def _llm_reflection(
 
 def _offline_reflection(ctx: _Context, disposition: Disposition) -> Reflection:
     selected, left_out = offline.select(ctx.query, ctx.evidence, disposition)
+    answer = offline.summary(ctx.query, disposition, selected, left_out, ctx.evidence)
     return Reflection(
         id=new_id(),
         query=ctx.query,
         disposition=disposition,
-        answer=offline.summary(ctx.query, disposition, selected, left_out, ctx.evidence),
+        answer=offline.within_tokens(answer, ctx.asked.max_tokens, ctx.count_tokens),
         mode=OFFLINE_MODE,
         model="",
         created_at=utcnow(),
@@ -226,15 +261,17 @@ def reflect(
     llm: LanguageModel | None = None,
     *,
     now: datetime | None = None,
+    asked: Asked = Asked(),
 ) -> Reflection:
     """Answer `query` from the bank under Θ (default: the bank's own) and, with
-    `commit`, keep the reflection and apply the opinions it forms.
+    `commit`, keep the reflection and apply the opinions it forms. `asked`:
+    the tags, the asker's context and the answer's length (see `Asked`).
 
     Raises ReflectionError when the language model gives no answer (nothing is
     written). When it answers but gives no usable opinions, the reflection says
     why in `opinion_error` and forms none."""
     disposition = disposition or bank.profile().disposition
-    ctx, choice = _prepare(bank, query, budget_tokens, llm, now)
+    ctx, choice = _prepare(bank, query, budget_tokens, llm, now, asked)
     try:
         if ctx.lm is None:
             reflection = _offline_reflection(ctx, disposition)

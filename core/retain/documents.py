@@ -14,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import duckdb
 import pyarrow as pa
 
+from core import tags as tagging
 from core.limits import check_document as check_limits
 from core.retain.report import ChunkFailure
 from core.store.units import delete_units
@@ -46,6 +47,9 @@ def content_hash(document: Document) -> str:
     canonical = json.dumps(
         [
             [t.id, t.speaker, t.text, t.timestamp.isoformat() if t.timestamp else None, t.session]
+            # Tags and metadata count only when given, so hashes of documents
+            # without them are what they were before they existed.
+            + ([list(t.tags), dict(sorted(t.metadata.items()))] if t.tags or t.metadata else [])
             for t in document.turns
         ],
         ensure_ascii=False,
@@ -128,6 +132,8 @@ def insert_turns(con: duckdb.DuckDBPyConnection, document_id: str, turns: Sequen
             "text": pa.array([t.text for t in turns], pa.string()),
             "timestamp": pa.array([t.timestamp for t in turns], pa.timestamp("us")),
             "session": pa.array([t.session or None for t in turns], pa.string()),
+            "tags": pa.array([list(t.tags) for t in turns], pa.list_(pa.string())),
+            "metadata": pa.array([tagging.metadata_json(t.metadata) for t in turns], pa.string()),
         }
     )
     con.register("_new_turns", table)
@@ -179,22 +185,53 @@ class StoredDocument:
     # Chunks whose extraction failed (nothing of them stored): the document is
     # partial until an ingest of it again extracts them.
     failed_chunks: int = 0
+    text_length: int = 0  # characters in its turns' text
+    tags: tuple[str, ...] = ()  # every tag its turns carry
+    metadata: dict[str, str] = field(default_factory=dict)  # its turns' metadata merged
 
     @property
     def partial(self) -> bool:
         return self.failed_chunks > 0
 
 
-def list_documents(con: duckdb.DuckDBPyConnection) -> list[StoredDocument]:
+def list_documents(
+    con: duckdb.DuckDBPyConnection, ids: Sequence[str] | None = None
+) -> list[StoredDocument]:
+    """Every document (or those with these ids), oldest first."""
+    where, params = (
+        ("WHERE d.id IN (SELECT unnest(?))", [list(ids)]) if ids is not None else ("", [])
+    )
     rows = con.execute(
-        "SELECT d.id, d.title, d.source_path, d.content_hash, d.format, d.created_at,"
-        " d.extraction_mode, d.model,"
-        " (SELECT count(*) FROM turns t WHERE t.document_id = d.id),"
-        " (SELECT count(*) FROM units u WHERE u.document_id = d.id),"
-        " (SELECT count(*) FROM ingest_failures f WHERE f.document_id = d.id)"
-        " FROM documents d ORDER BY d.created_at, d.id"
+        "WITH t AS (SELECT document_id, count(*) AS n, sum(length(text)) AS chars,"
+        "  list(tags ORDER BY idx) AS tags,"
+        "  list(metadata ORDER BY idx) FILTER (WHERE metadata IS NOT NULL) AS metadata"
+        "  FROM turns GROUP BY document_id),"
+        " u AS (SELECT document_id, count(*) AS n FROM units GROUP BY document_id),"
+        " f AS (SELECT document_id, count(*) AS n FROM ingest_failures GROUP BY document_id)"
+        " SELECT d.id, d.title, d.source_path, d.content_hash, d.format, d.created_at,"
+        " d.extraction_mode, d.model, coalesce(t.n, 0), coalesce(u.n, 0), coalesce(f.n, 0),"
+        " coalesce(t.chars, 0), t.tags, t.metadata"
+        " FROM documents d LEFT JOIN t ON t.document_id = d.id"
+        " LEFT JOIN u ON u.document_id = d.id LEFT JOIN f ON f.document_id = d.id"
+        f" {where} ORDER BY d.created_at, d.id",
+        params,
     ).fetchall()
-    return [StoredDocument(*r) for r in rows]
+    return [
+        StoredDocument(
+            *r[:11],
+            text_length=r[11],
+            tags=tagging.union(t or () for t in r[12] or ()),
+            metadata=tagging.merged(tagging.metadata_from(m) for m in r[13] or ()),
+        )
+        for r in rows
+    ]
+
+
+TURN_COLUMNS = "id, speaker, text, timestamp, coalesce(session, ''), idx, tags, metadata"
+
+
+def _turn(row: tuple) -> Turn:
+    return Turn(*row[:6], tags=tuple(row[6] or ()), metadata=tagging.metadata_from(row[7]))
 
 
 def content_hashes(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[str, str]:
@@ -209,11 +246,10 @@ def content_hashes(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) 
 
 def document_turns(con: duckdb.DuckDBPyConnection, document_id: str) -> list[Turn]:
     rows = con.execute(
-        "SELECT id, speaker, text, timestamp, coalesce(session, ''), idx FROM turns"
-        " WHERE document_id = ? ORDER BY idx",
+        f"SELECT {TURN_COLUMNS} FROM turns WHERE document_id = ? ORDER BY idx",
         [document_id],
     ).fetchall()
-    return [Turn(*r) for r in rows]
+    return [_turn(r) for r in rows]
 
 
 def provenance(con: duckdb.DuckDBPyConnection, unit_id: str) -> list[Turn]:
@@ -228,15 +264,33 @@ def provenance(con: duckdb.DuckDBPyConnection, unit_id: str) -> list[Turn]:
     if not sources:
         return []
     rows = con.execute(
-        "SELECT id, speaker, text, timestamp, coalesce(session, ''), idx, document_id"
-        " FROM turns WHERE id IN (SELECT unnest(?))"
+        f"SELECT {TURN_COLUMNS} FROM turns WHERE id IN (SELECT unnest(?))"
         " ORDER BY (document_id IS NOT DISTINCT FROM ?) DESC, document_id, idx",
         [sources, document_id],
     ).fetchall()
     found: dict[str, Turn] = {}
     for r in rows:
-        found.setdefault(r[0], Turn(*r[:6]))
+        found.setdefault(r[0], _turn(r))
     return [found[s] for s in sources if s in found]
+
+
+def sources_of(con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str]) -> dict[str, list[Turn]]:
+    """The source turns of each unit found in its own document, in its source
+    order (one query for all of them; `provenance` also looks elsewhere)."""
+    if not unit_ids:
+        return {}
+    rows = con.execute(
+        "SELECT u.id, list_position(u.source_ids, t.id) AS pos, t.id, t.speaker, t.text,"
+        " t.timestamp, coalesce(t.session, ''), t.idx, t.tags, t.metadata"
+        " FROM units u JOIN turns t ON t.document_id = u.document_id"
+        " AND list_contains(u.source_ids, t.id)"
+        " WHERE u.id IN (SELECT unnest(?)) ORDER BY u.id, pos",
+        [list(unit_ids)],
+    ).fetchall()
+    out: dict[str, list[Turn]] = {}
+    for row in rows:
+        out.setdefault(row[0], []).append(_turn(row[2:]))
+    return out
 
 
 def stored_document(con: duckdb.DuckDBPyConnection, document_id: str) -> Document:
@@ -284,6 +338,7 @@ __all__ = [
     "new_document_id",
     "provenance",
     "remove_document",
+    "sources_of",
     "stored_document",
     "stored_with_hash",
     "units_of",

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 
+from core import tags as tagging
 from core.progress import CancelToken, Progress, check, report
 from core.retain.rules import day_text, rewrite_pronouns
 from core.store.bank_store import Tx, utcnow
@@ -355,6 +356,23 @@ def observation_sources(con: duckdb.DuckDBPyConnection, observation_id: str) -> 
     return [r[0] for r in rows]
 
 
+def sources_by_observation(
+    con: duckdb.DuckDBPyConnection, observation_ids: Sequence[str]
+) -> dict[str, list[str]]:
+    """The facts each of these observations was made from (one query)."""
+    if not observation_ids:
+        return {}
+    rows = con.execute(
+        "SELECT observation_id, unit_id FROM observation_sources"
+        " WHERE observation_id IN (SELECT unnest(?)) ORDER BY rowid",
+        [list(observation_ids)],
+    ).fetchall()
+    out: dict[str, list[str]] = {}
+    for observation_id, unit_id in rows:
+        out.setdefault(observation_id, []).append(unit_id)
+    return out
+
+
 @dataclass
 class _Profile:
     """One job's outcome, computed before the batch is written."""
@@ -492,6 +510,9 @@ def _write_observation(tx: Tx, p: _Profile, embedding_model: str, now: datetime)
     occurred_start = min(starts) if starts else None
     occurred_end = max(ends) if ends else None
     mentioned_at = max(mentioned) if mentioned else None
+    # Shown as the union of its facts' tags; a tag filter lets it through only
+    # when each of them passes (core/store/tagged.py).
+    tags = tagging.union(f.tags for f in facts)
     row = con.execute(
         "SELECT o.unit_id FROM observations o JOIN units u ON u.id = o.unit_id"
         " WHERE o.entity_id = ?",
@@ -502,7 +523,7 @@ def _write_observation(tx: Tx, p: _Profile, embedding_model: str, now: datetime)
         con.execute(
             "UPDATE units SET text = ?, vector = ?, source_ids = ?, occurred_start = ?,"
             " occurred_end = ?, mentioned_at = ?, extraction_mode = ?, model = ?,"
-            " embedding_model = ?, updated_at = ?, status = 'active' WHERE id = ?",
+            " embedding_model = ?, updated_at = ?, status = 'active', tags = ? WHERE id = ?",
             [
                 p.text,
                 p.vector.astype(np.float32).tolist(),
@@ -514,6 +535,7 @@ def _write_observation(tx: Tx, p: _Profile, embedding_model: str, now: datetime)
                 p.model,
                 embedding_model,
                 now,
+                list(tags),
                 unit_id,
             ],
         )
@@ -533,6 +555,7 @@ def _write_observation(tx: Tx, p: _Profile, embedding_model: str, now: datetime)
             entity_ids=(entity.id,),
             extraction_mode=p.mode,
             model=p.model,
+            tags=tags,
         )
         [unit_id] = insert_units(con, [unit], p.vector[None, :], embedding_model, now)
         change = Change.of(added={Kind.UNIT: [unit_id]})

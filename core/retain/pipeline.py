@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,7 @@ from core.retain.documents import (
     content_hash,
     failures_of,
     new_document_id,
+    stored_document,
     stored_with_hash,
     units_of,
 )
@@ -71,7 +73,15 @@ from core.retain.opinions import (
 from core.retain.plan import Plan, plan_document
 from core.retain.report import CheckedFact, ChunkFailure, DocumentResult, IngestReport
 from core.retain.write import write_document
-from core.types import INGEST_MODES, Change, Document, ExtractionMode, InvalidInputError, Kind
+from core.types import (
+    INGEST_MODES,
+    Change,
+    Document,
+    ExtractionMode,
+    InvalidInputError,
+    Kind,
+    Turn,
+)
 
 if TYPE_CHECKING:
     from core.handle import BankHandle
@@ -119,6 +129,42 @@ def ingest(
         run.plan_progress(documents)
         for document in documents:
             run.ingest_document(document)
+    finally:
+        run.close()
+    run.report._time("total", time.perf_counter() - started)
+    return run.report
+
+
+def append(
+    bank: BankHandle,
+    document_id: str,
+    turns: Sequence[Turn],
+    mode: str = "auto",
+    progress: Progress | None = None,
+    cancel: CancelToken | None = None,
+    llm: LanguageModel | None = None,
+) -> IngestReport:
+    """Add `turns` to the stored document `document_id`, after its own, and
+    retain only them: the document's earlier memories (and their curation)
+    stay. One transaction; the turns are renumbered after the stored ones."""
+    started = time.perf_counter()
+    con = bank.store.reader()
+    stored = stored_document(con, document_id)
+    first = 1 + max((t.index for t in stored.turns), default=-1)
+    taken = {t.id for t in stored.turns}
+    added: list[Turn] = []
+    for n, turn in enumerate(turns):
+        turn_id = turn.id if turn.id and turn.id not in taken else f"t{first + n}"
+        while turn_id in taken:
+            turn_id = f"{turn_id}'"
+        taken.add(turn_id)
+        added.append(dc_replace(turn, id=turn_id, index=first + n))
+    whole = dc_replace(stored, turns=stored.turns + tuple(added), content_hash="")
+    new = dc_replace(stored, turns=tuple(added), content_hash="")
+    run = _Run(bank, mode, False, progress, cancel, llm)
+    try:
+        run.plan_progress([new])
+        run.ingest_document(new, append_to=(document_id, content_hash(whole)))
     finally:
         run.close()
     run.report._time("total", time.perf_counter() - started)
@@ -256,27 +302,35 @@ class _Run:
 
     # -- one document ----------------------------------------------------------
 
-    def ingest_document(self, document: Document) -> None:
+    def ingest_document(self, document: Document, append_to: tuple[str, str] | None = None) -> None:
+        """Retain one document; with `append_to` (its id, the whole document's new
+        content hash), `document` is the turns added to a stored one."""
         bank = self.bank
         check_document(document)
-        digest = content_hash(document)
         title = document.title or "conversation"
-        existing = stored_with_hash(bank.store.reader(), digest)
-        steps = self._chunk_count(document) + 2
         retry: frozenset[str] | None = None  # the turns of the chunks to extract again
-        if existing and not self.force:
-            failed = failures_of(bank.store.reader(), existing[0])
-            if not failed:
-                self.report.documents.append(DocumentResult(existing[0], title, "skipped"))
-                self.step(f"{title}: already in the bank, skipped", steps)
-                return
-            # Stored but partial: extract again exactly the chunks that failed.
-            retry = frozenset(t for f in failed for t in f.turn_ids)
-        document_id = (
-            existing[0] if existing else new_document_id(bank.store.reader(), document, digest)
-        )
-        # A retry adds to the document; a forced re-ingest replaces what it wrote.
-        replaced = units_of(bank.store.reader(), existing[0]) if existing and retry is None else []
+        if append_to is not None:
+            document_id, digest = append_to
+            existing, replaced = None, []
+        else:
+            digest = content_hash(document)
+            existing = stored_with_hash(bank.store.reader(), digest)
+            steps = self._chunk_count(document) + 2
+            if existing and not self.force:
+                failed = failures_of(bank.store.reader(), existing[0])
+                if not failed:
+                    self.report.documents.append(DocumentResult(existing[0], title, "skipped"))
+                    self.step(f"{title}: already in the bank, skipped", steps)
+                    return
+                # Stored but partial: extract again exactly the chunks that failed.
+                retry = frozenset(t for f in failed for t in f.turn_ids)
+            document_id = (
+                existing[0] if existing else new_document_id(bank.store.reader(), document, digest)
+            )
+            # A retry adds to the document; a forced re-ingest replaces what it wrote.
+            replaced = (
+                units_of(bank.store.reader(), existing[0]) if existing and retry is None else []
+            )
 
         t0 = time.perf_counter()
         extraction = self._extract(document, document_id, title, retry)
@@ -317,6 +371,7 @@ class _Run:
             plan,
             extraction.failures,
             retry=retry is not None,
+            appended=append_to is not None,
         )
         self.report._time("write", time.perf_counter() - t0)
         self.step(f"{title}: written")
@@ -520,4 +575,4 @@ class _Run:
         r.change = r.change | change
 
 
-__all__ = ["MODES", "ingest"]
+__all__ = ["MODES", "append", "ingest"]

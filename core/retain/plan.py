@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import duckdb
 import numpy as np
 
+from core import tags as tagging
 from core.retain.entities import EntityResolver, ResolverSettings
 from core.retain.facts import MAX_UNIT_CHARS, Fact
 from core.retain.links import (
@@ -41,7 +42,7 @@ from core.retain.opinions import (
 )
 from core.store.bank_store import utcnow
 from core.store.filters import sql_string_list
-from core.types import Document, Network, NewUnit, new_id
+from core.types import Document, Network, NewUnit, Turn, new_id
 
 if TYPE_CHECKING:
     from core.handle import BankHandle
@@ -112,8 +113,9 @@ def plan_document(
     speaker_entities = _resolve_entities(document, facts, resolver)
     hits = _search(run, vectors, excluded)
     existing = _unit_facts(con, {uid for row in hits for uid, _ in row})
+    scopes = _turn_scopes(document)
     units, unit_vectors, merged_sources, merged_mentions = _deduplicate(
-        run, facts, vectors, hits, existing
+        run, facts, vectors, hits, existing, scopes
     )
     survivors = [i for i, f in enumerate(facts) if not f.duplicate]
     links = LinkSet()
@@ -215,16 +217,42 @@ def _search(
     return out
 
 
+@dataclass(frozen=True)
+class TurnScopes:
+    """The tags and metadata of a document's turns, by turn id: what a unit drawn
+    from some of them inherits (core/tags.py)."""
+
+    by_turn: dict[str, Turn]
+
+    def tags(self, turn_ids: Sequence[str]) -> tuple[str, ...]:
+        return tagging.union(self.by_turn[t].tags for t in turn_ids if t in self.by_turn)
+
+    def metadata(self, turn_ids: Sequence[str]) -> dict[str, str]:
+        turns = sorted((self.by_turn[t] for t in turn_ids if t in self.by_turn), key=_index)
+        return tagging.merged(t.metadata for t in turns)
+
+
+def _index(turn: Turn) -> int:
+    return turn.index
+
+
+def _turn_scopes(document: Document) -> TurnScopes:
+    return TurnScopes({t.id: t for t in document.turns})
+
+
 def _deduplicate(
     run: IngestRun,
     facts: list[Fact],
     vectors: np.ndarray,
     hits: list[list[tuple[str, float]]],
     existing: dict[str, tuple],
+    scopes: TurnScopes,
 ) -> tuple[list[NewUnit], np.ndarray, dict[str, list[str]], list[tuple[str, str, str]]]:
     """Near-identical facts (cosine >= duplicate_similarity, same network, within
     the duplicate window; opinions at any time) merge into one unit: the earlier
-    one, or the existing unit, gains the sources and entities of the later."""
+    one, or the existing unit, gains the sources and entities of the later.
+    Only facts with the same tags merge: one user's fact never becomes visible
+    to another's scope by merging into theirs."""
     threshold = float(run.config["retain.duplicate_similarity"])
     window = timedelta(hours=float(run.config["retain.duplicate_window_hours"]))
 
@@ -238,14 +266,19 @@ def _deduplicate(
     unit_of_fact: dict[int, int] = {}
     merged_sources: dict[str, list[str]] = {}
     merged_mentions: list[tuple[str, str, str]] = []
+    fact_tags = [scopes.tags(f.source_ids) for f in facts]
     for i, fact in enumerate(facts):
         target: str | None = None
         for uid, sim in hits[i]:
             row = existing.get(uid)
             if sim < threshold or row is None:
                 continue
-            network, when, sources = row
-            if network == fact.network and close_in_time(fact.when, when, fact.network):
+            network, when, sources, tags = row
+            if (
+                network == fact.network
+                and tags == frozenset(fact_tags[i])
+                and close_in_time(fact.when, when, fact.network)
+            ):
                 target = uid
                 break
         if target is not None:
@@ -262,8 +295,10 @@ def _deduplicate(
                 if sims[j] < threshold:
                     break
                 other = facts[kept[j]]
-                if other.network == fact.network and close_in_time(
-                    fact.when, other.when, fact.network
+                if (
+                    other.network == fact.network
+                    and set(fact_tags[kept[j]]) == set(fact_tags[i])
+                    and close_in_time(fact.when, other.when, fact.network)
                 ):
                     target = other.unit_id
                     index = unit_of_fact[kept[j]]
@@ -297,6 +332,8 @@ def _deduplicate(
                 source_ids=fact.source_ids,
                 extraction_mode=fact.mode,
                 model=fact.model,
+                tags=fact_tags[i],
+                metadata=scopes.metadata(fact.source_ids),
             )
         )
     dim = vectors.shape[1] if vectors.ndim == 2 else run.bank.store.dim
@@ -500,11 +537,11 @@ def _unit_facts(con: duckdb.DuckDBPyConnection, ids: set[str]) -> dict[str, tupl
     if not ids:
         return {}
     rows = con.execute(
-        "SELECT id, network, coalesce(occurred_start, mentioned_at), source_ids FROM units"
+        "SELECT id, network, coalesce(occurred_start, mentioned_at), source_ids, tags FROM units"
         " WHERE id IN (SELECT unnest(?))",
         [sorted(ids)],
     ).fetchall()
-    return {r[0]: (Network(r[1]), r[2], list(r[3] or ())) for r in rows}
+    return {r[0]: (Network(r[1]), r[2], list(r[3] or ()), frozenset(r[4] or ())) for r in rows}
 
 
 def _recent_by_entity(

@@ -47,6 +47,7 @@ def write_document(
     failures: Sequence[ChunkFailure],
     *,
     retry: bool = False,
+    appended: bool = False,
 ) -> Change:
     """Store one document's plan in ONE transaction: the document and its turns,
     entities and resolution decisions, units and mentions, merged duplicates,
@@ -56,13 +57,19 @@ def write_document(
 
     `retry`: the document is stored and partial; its failed chunks were
     extracted again. Their facts join it, and its failures become `failures`
-    (the chunks that failed again), in the same transaction."""
+    (the chunks that failed again), in the same transaction.
+
+    `appended`: `document` holds only turns added to the stored document
+    `document_id`, whose content hash becomes `digest`."""
     now = utcnow()
     removed: list[str] = []
     with store.transaction() as tx:
         con = tx.con
         if retry:
             clear_failures(con, document_id)
+        elif appended:
+            con.execute("UPDATE documents SET content_hash = ? WHERE id = ?", [digest, document_id])
+            insert_turns(con, document_id, document.turns)
         else:
             if existing:
                 removed = remove_document(con, existing[0], replaced)
@@ -90,13 +97,13 @@ def write_document(
     return Change.of(
         added={
             Kind.UNIT: ids,
-            Kind.DOCUMENT: [] if retry else [document_id],
+            Kind.DOCUMENT: [] if retry or appended else [document_id],
             Kind.ENTITY: plan.resolver.new_entities,
             Kind.JOB: jobs,
         },
         updated={
             Kind.UNIT: list(plan.merged_sources) + [s.id for s in updated_opinions],
-            Kind.DOCUMENT: [document_id] if retry else [],
+            Kind.DOCUMENT: [document_id] if retry or appended else [],
             Kind.OPINION: [s.id for s in updated_opinions],
             Kind.ENTITY: plan.resolver.updated_entities,
             Kind.LINK: ids,

@@ -1,5 +1,5 @@
 """The FastAPI app: Hindsight's paths under `/v1/default/...`, Engram's own under
-`/engram/v1/...`, MCP (streamable HTTP) under `/mcp`; one bearer token for all.
+`/engram/v1/...`, MCP (streamable HTTP) at `/mcp` and `/mcp/{bank}/`; one bearer token for all.
 
 Route handlers are plain `def`s: FastAPI runs them in its thread pool, so an
 engine call never blocks the event loop. Writes take the bank's lock from
@@ -14,13 +14,14 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core import limits
-from core.server import routes_cli, routes_engram, routes_hindsight
+from core.server import routes_cli, routes_engram, routes_hindsight, routes_hindsight_more
 from core.server.admission import Admission, AdmissionMiddleware
 from core.server.api_docs import PublicDocs
 from core.server.calls import Downloads, LongCalls
-from core.server.errors import engram_error
+from core.server.errors import engram_error, http_error
 from core.server.guard import READ_TIMEOUT, REQUEST_TIMEOUT, Guard
 from core.server.operations import Operations
 from core.server.served import ServedBanks
@@ -53,7 +54,7 @@ def create_app(
     if mcp:
         from core.server.mcp_tools import streamable_http_app
 
-        mcp_app, mcp_session = streamable_http_app(served, admission)
+        mcp_app, mcp_session = streamable_http_app(served, operations, admission)
 
     async def lifespan(_app):
         if mcp_app is None:
@@ -83,12 +84,14 @@ def create_app(
     app.state.calls = calls
     app.state.downloads = downloads
     app.add_exception_handler(EngramError, engram_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     routers = [
         routes_engram.router,
         routes_cli.router,  # what RemoteBank and routed commands call
         routes_hindsight.router,
-        routes_hindsight.unsupported,
+        routes_hindsight_more.router,
+        routes_hindsight_more.unsupported,  # last: a 501 for the rest
     ]
     for router in routers:
         app.include_router(router)

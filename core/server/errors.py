@@ -1,7 +1,14 @@
-"""Engine errors as HTTP answers, and the 422 for a field Engram cannot honour."""
+"""Engine errors as HTTP answers, and the 422 for a field Engram cannot honour.
+
+No answer shows a path of the server's filesystem (`public`): the data folder
+is "the data folder" and any other absolute path is "<path>".
+"""
 
 from __future__ import annotations
 
+import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from fastapi import HTTPException, Request
@@ -47,15 +54,56 @@ def status_of(error: Exception) -> int:
     return 500
 
 
-async def engram_error(_request: Request, error: Exception) -> JSONResponse:
+# An absolute path: POSIX under the usual roots, or a Windows drive.
+_PATH = re.compile(
+    r"(?:(?<![\w.])/(?:home|Users|root|tmp|var|private|mnt|opt|srv|media|run|usr|etc|work)"
+    r"(?:/[^\s'\"`,;)]*)?)|(?:\b[A-Za-z]:\\[^\s'\"`,;)]*)"
+)
+
+
+def public(text: str, home: Path | None = None) -> str:
+    """`text` without the server's paths: the data folder is named as such, any
+    other absolute path is `<path>`."""
+    for root, name in _roots(home):
+        text = text.replace(root, name)
+    return _PATH.sub("<path>", text)
+
+
+def _roots(home: Path | None) -> list[tuple[str, str]]:
+    roots = []
+    if home is not None:
+        for form in {str(home), str(Path(home).resolve())}:
+            roots += [(f"{form}/banks", "the data folder's banks"), (form, "the data folder")]
+    roots += [(str(Path.home()), "~"), (tempfile.gettempdir(), "<temp>")]
+    # Longest first, so a folder inside another is named by its own name.
+    return sorted(roots, key=lambda pair: -len(pair[0]))
+
+
+def _home_of(request: Request) -> Path | None:
+    served = getattr(request.app.state, "served", None)
+    return getattr(getattr(served, "engine", None), "home", None)
+
+
+async def engram_error(request: Request, error: Exception) -> JSONResponse:
     if isinstance(error, FieldError):
         return JSONResponse({"detail": field_detail(error)}, status_code=422)
     if isinstance(error, CancelledError):
         return JSONResponse({"detail": stopped_why()}, status_code=504)
-    return JSONResponse({"detail": str(error)}, status_code=status_of(error))
+    return JSONResponse(
+        {"detail": public(str(error), _home_of(request))}, status_code=status_of(error)
+    )
+
+
+async def http_error(request: Request, error: HTTPException) -> JSONResponse:
+    """FastAPI's HTTPException answer, its text detail without paths."""
+    detail = error.detail
+    if isinstance(detail, str):
+        detail = public(detail, _home_of(request))
+    return JSONResponse({"detail": detail}, status_code=error.status_code, headers=error.headers)
 
 
 def stopped_why() -> str:
+    """Why a request's work stopped: its time bound (guard.py)."""
     departure = current_departure()
     bound = f"its time bound of {departure.timeout:g} s" if departure else "its time bound"
     return (
@@ -66,16 +114,28 @@ def stopped_why() -> str:
 
 
 def field_detail(error: FieldError) -> list[dict[str, Any]]:
-    """A limit's refusal in FastAPI's 422 shape: `loc` names the field."""
+    """A limit's refusal (core/limits.py) in FastAPI's 422 shape: `loc` names the field."""
     return [{"loc": list(error.loc), "msg": error.reason, "type": error.kind}]
 
 
-def field_error(error: FieldError) -> HTTPException:
+def limit_error(error: FieldError) -> HTTPException:
     return HTTPException(422, field_detail(error))
 
 
 def not_found(what: str) -> HTTPException:
     return HTTPException(404, what)
+
+
+def not_implemented(feature: str) -> HTTPException:
+    """A 501 naming what Engram does not have (never a silent success)."""
+    return HTTPException(501, f"not supported by Engram: {feature}")
+
+
+def field_error(field: str, message: str, where: str = "body") -> HTTPException:
+    """A 422 naming the field, in FastAPI's shape."""
+    return HTTPException(
+        422, [{"loc": [where, *field.split(".")], "msg": message, "type": "value_error"}]
+    )
 
 
 def not_supported(field: str, why: str, where: str = "body") -> HTTPException:

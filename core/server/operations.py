@@ -19,6 +19,7 @@ from core.server.served import ServedBanks
 from core.types import EngramError
 
 KEEP = 10_000  # finished operations remembered, oldest forgotten first
+FINISHED = ("completed", "failed", "cancelled")
 
 
 def _now() -> str:
@@ -31,7 +32,7 @@ class Operation:
     bank: str
     kind: str
     items_count: int
-    status: str = "pending"  # pending | processing | completed | failed
+    status: str = "pending"  # pending | processing | completed | failed | cancelled
     created_at: str = field(default_factory=_now)
     updated_at: str = field(default_factory=_now)
     completed_at: str | None = None
@@ -43,6 +44,7 @@ class Operations:
     def __init__(self, served: ServedBanks) -> None:
         self.served = served
         self._ops: dict[str, Operation] = {}
+        self._work: dict[str, Callable[[], dict[str, Any]]] = {}  # kept for a retry
         self._guard = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-op")
 
@@ -65,11 +67,16 @@ class Operations:
                 return known
             op = Operation(op_id, bank, kind, items_count)
             self._ops[op_id] = op
+            self._work[op_id] = work
             self._forget_old()
         self._pool.submit(self._run, op, work)
         return op
 
     def _run(self, op: Operation, work: Callable[[], dict[str, Any]]) -> None:
+        with self._guard:
+            if op.status != "pending":  # cancelled while it waited
+                return
+            op.status = "processing"
         self._set(op, status="processing")
         try:
             result = work()
@@ -83,13 +90,51 @@ class Operations:
             for key, value in values.items():
                 setattr(op, key, value)
             op.updated_at = _now()
-            if op.status in ("completed", "failed"):
+            if op.status in FINISHED:
                 op.completed_at = op.updated_at
+            if op.status == "completed":
+                self._work.pop(op.id, None)  # nothing left to retry
 
     def _forget_old(self) -> None:
-        finished = [o for o in self._ops.values() if o.status in ("completed", "failed")]
+        finished = [o for o in self._ops.values() if o.status in FINISHED]
         for op in finished[: max(0, len(self._ops) - KEEP)]:
             del self._ops[op.id]
+            self._work.pop(op.id, None)
+
+    def cancel(self, bank: str, op_id: str) -> bool:
+        """Cancel a pending operation (True), or not: it runs or has run."""
+        with self._guard:
+            op = self._ops.get(op_id)
+            if op is None or op.bank != bank or op.status != "pending":
+                return False
+        self._set(op, status="cancelled", error="cancelled before it ran")
+        return True
+
+    def retry(self, bank: str, op_id: str) -> bool:
+        """Queue a failed or cancelled operation again (True), or not."""
+        with self._guard:
+            op = self._ops.get(op_id)
+            work = self._work.get(op_id)
+            if (
+                op is None
+                or op.bank != bank
+                or op.status not in ("failed", "cancelled")
+                or not work
+            ):
+                return False
+            op.status, op.error, op.completed_at = "pending", None, None
+        self._pool.submit(self._run, op, work)
+        return True
+
+    def forget(self, bank: str, op_id: str) -> bool:
+        """Drop a finished operation's record (True), or not: it is not finished."""
+        with self._guard:
+            op = self._ops.get(op_id)
+            if op is None or op.bank != bank or op.status not in FINISHED:
+                return False
+            del self._ops[op_id]
+            self._work.pop(op_id, None)
+        return True
 
     def get(self, bank: str, op_id: str) -> Operation | None:
         with self._guard:

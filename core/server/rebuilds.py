@@ -35,7 +35,13 @@ class ObservationRebuilds:
         self._cond = threading.Condition()
         self._cancel = CancelToken()
         self._closing = False
+        self._running = False
         self._thread: threading.Thread | None = None
+
+    def busy(self) -> bool:
+        """Whether a rebuild runs or waits to."""
+        with self._cond:
+            return self._running or bool(self._wanted)
 
     def trigger(self, bank_name: str) -> bool:
         """Rebuild `bank_name`'s pending observations soon; False once closing."""
@@ -73,7 +79,12 @@ class ObservationRebuilds:
                     return
                 name = next(iter(self._wanted))
                 del self._wanted[name]
-            self._rebuild(name)
+                self._running = True
+            try:
+                self._rebuild(name)
+            finally:
+                with self._cond:
+                    self._running = False
 
     def _rebuild(self, name: str) -> None:
         try:

@@ -2,8 +2,15 @@
 
 A Hindsight `bank_id` is an Engram bank's name. What both systems have is
 answered in Hindsight's shapes; what only Hindsight has (mental models,
-directives, tags, the knowledge base, webhooks, files...) is a 501 naming it,
-and a request field Engram cannot honour is a 422 naming the field.
+directives, the knowledge base, webhooks, files...) is a 501 naming it
+(routes_hindsight_more.py), and a request field Engram cannot honour is a 422
+naming the field. Where Hindsight does something Engram does better, the
+difference is in docs/server.md.
+
+As in Hindsight, a bank comes into being on its first retain, and every read
+of a bank that does not exist is a 404 — except reflect, which answers that
+there is nothing to answer from (Hindsight creates the bank there; a typo in a
+bank id should not leave an empty bank behind).
 """
 
 from __future__ import annotations
@@ -14,22 +21,31 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from core import limits
+from core import tags as tagging
 from core.bank import Bank
 from core.config import checked_changes
 from core.server import models as m
 from core.server.admission import read_only
-from core.server.errors import not_found, not_supported, refuse
+from core.server.errors import field_error, not_found, not_supported, refuse
+from core.server.memory_views import UnitViews, iso, turn_text
 from core.server.operations import Operation, Operations
 from core.server.retain import check_request, retain
 from core.server.served import ServedBanks
 from core.server.version import ENGRAM_VERSION, HINDSIGHT_API_VERSION
-from core.types import BankNotFoundError, Disposition, EngramError, UnitStatus
+from core.types import (
+    BankNotFoundError,
+    Disposition,
+    EngramError,
+    InvalidInputError,
+    Network,
+    UnitStatus,
+)
 from core.vocabulary import NETWORKS
 
 router = APIRouter()
-unsupported = APIRouter()
 BANK = "/v1/default/banks/{bank_id}"
 LEVEL_TOKENS = {"low": 2048, "mid": 4096, "high": 8192}
+INVALIDATED = (UnitStatus.HIDDEN, UnitStatus.RETRACTED)
 
 
 def served_banks(request: Request) -> ServedBanks:
@@ -42,10 +58,16 @@ def operations(request: Request) -> Operations:
 
 Served = Annotated[ServedBanks, Depends(served_banks)]
 Ops = Annotated[Operations, Depends(operations)]
+TagsQuery = Annotated[list[str] | None, Query(description="only memories these tags let through")]
+TagsMatchQuery = Annotated[m.TagsMatch, Query(description="how `tags` match (see recall)")]
 
 
-def iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
+def query_scope(tags: list[str] | None, match: str) -> tagging.TagScope | None:
+    """A tag scope from query parameters (422 naming `tags` when they are bad)."""
+    try:
+        return tagging.scope_of(tagging.check_tags(tags, "tags"), match)
+    except InvalidInputError as error:
+        raise field_error("tags", str(error), "query") from None
 
 
 # -- monitoring -----------------------------------------------------------------------
@@ -176,14 +198,7 @@ def create_or_update_bank(
     bank_id: str, body: m.CreateBankRequest, served: Served
 ) -> m.BankProfileResponse:
     _profile_update(body, Disposition())  # refuse what Engram cannot honour before creating
-    try:
-        served.get(bank_id)
-    except BankNotFoundError:
-        on_disk = {ref for i in served.engine.banks() for ref in (i.id, i.name)}
-        if not served.open_on_demand and bank_id in on_disk:
-            raise  # on disk, but this process does not serve it
-        # The client's bank_id is the bank's id (and its first name): its handle for good.
-        served.create(bank_id, bank_id=bank_id)
+    served.get_or_create(bank_id)
     return _update_profile(served, bank_id, body)
 
 
@@ -217,6 +232,7 @@ def get_profile(bank_id: str, served: Served) -> m.BankProfileResponse:
 def update_disposition(
     bank_id: str, body: m.UpdateDispositionRequest, served: Served
 ) -> m.BankProfileResponse:
+    served.get_or_create(bank_id)  # as Hindsight: setting a profile makes the bank
     with served.using(bank_id) as bank:
         current = bank.profile().disposition
         new = Disposition(**{**current.to_dict(), **body.disposition.model_dump()})
@@ -243,6 +259,7 @@ def update_config(bank_id: str, body: m.BankConfigUpdate, served: Served) -> m.B
     """Engram's settings by their keys (`recall.rrf_k`...), plus Hindsight's
     `disposition_*` and `reflect_mission`; any other key is a 422."""
     updates = dict(body.updates)
+    served.get_or_create(bank_id)  # as Hindsight: configuring a bank makes it
     with served.using(bank_id) as bank:
         profile = bank.profile()
         disposition = profile.disposition.to_dict()
@@ -260,16 +277,7 @@ def update_config(bank_id: str, body: m.BankConfigUpdate, served: Served) -> m.B
                 config=checked_changes(updates) or None,  # stored typed: "false" is False
             )
         except (KeyError, ValueError, TypeError) as error:
-            raise HTTPException(
-                422,
-                [
-                    {
-                        "loc": ["body", "updates"],
-                        "msg": str(error).strip("'\""),
-                        "type": "value_error",
-                    }
-                ],
-            ) from error
+            raise field_error("updates", str(error).strip("'\"")) from error
         served.changed(bank.id, change)
         return config_of(bank)
 
@@ -310,9 +318,12 @@ def retain_memories(
     bank_id: str, body: m.RetainRequest, served: Served, ops: Ops
 ) -> m.RetainResponse:
     """Retain items. Synchronous: answers once every document is committed.
-    With `"async": true`: answers at once with an `operation_id` to poll."""
+    With `"async": true`: answers at once with an `operation_id` to poll. The
+    bank is created on its first retain. An item without a timestamp was said
+    at the time of the request: relative times in it ("yesterday") are read
+    against that."""
     mode = check_request(body)
-    name = served.get(bank_id).id
+    name = served.get_or_create(bank_id).id
 
     def work() -> dict[str, Any]:
         with served.using(name) as bank:
@@ -341,7 +352,7 @@ def retain_memories(
     )
 
 
-def _status(op: Operation) -> m.OperationStatusResponse:
+def status_of(op: Operation) -> m.OperationStatusResponse:
     return m.OperationStatusResponse(
         operation_id=op.id,
         status=op.status,
@@ -365,7 +376,7 @@ def operation_status(
     op = ops.get(served.get(bank_id).id, operation_id)
     if op is None:
         raise not_found(f"no operation {operation_id!r} in bank {bank_id!r}")
-    return _status(op)
+    return status_of(op)
 
 
 @router.get(BANK + "/operations", response_model=m.OperationsListResponse, tags=["Operations"])
@@ -401,33 +412,21 @@ def list_operations(
 # -- recall and reflect ---------------------------------------------------------------
 
 RECALL_REFUSALS = {
-    "tags": "Engram has no tags",
-    "tag_groups": "Engram has no tags",
     "min_scores": "Engram packs by rank within max_tokens, without score floors",
     "temporal_window": "give the time in the query, or use /engram/v1 recall's start/end",
     "prefer_observations": "Engram recalls the networks named in `types`",
 }
 
 
-def entity_names(bank: Bank, ids: set[str]) -> dict[str, str]:
-    return bank.entity_names(sorted(ids)) if ids else {}
-
-
 @router.post(BANK + "/memories/recall", response_model=m.RecallResponse, tags=["Memory"])
 @read_only
 def recall(bank_id: str, body: m.RecallRequest, served: Served) -> m.RecallResponse:
     """Engram's recall: `budget` is how many candidates each channel returns
-    (low/mid/high), `max_tokens` the token budget the facts are packed into."""
+    (low/mid/high), `max_tokens` the token budget the facts are packed into.
+    `tags` are a filter before retrieval, in every channel."""
     refuse(body.model_dump(), RECALL_REFUSALS)
-    include = body.include or m.IncludeOptions()
-    refuse(
-        include.model_dump(),
-        {
-            "chunks": "source turns come with /engram/v1 recall and the documents API",
-            "source_facts": "Engram's observations name their entities, not source facts",
-        },
-        where="include",
-    )
+    include = body.include
+    scope = body.tag_scope()
     bank = served.get(bank_id)
     observation_budget = 0
     if include.entities is not None:
@@ -439,42 +438,106 @@ def recall(bank_id: str, body: m.RecallRequest, served: Served) -> m.RecallRespo
         now=body.query_timestamp,
         level=body.budget,
         observation_budget=observation_budget,
+        tags=scope,
     )
-    names = entity_names(bank, {e for item in result.items for e in item.entity_ids})
+    ids = [item.unit_id for item in result.items]
+    observations = list(result.observations)
+    views = UnitViews.of_ids(bank, ids + [o.unit_id for o in observations])
+    with_sources = include.source_facts is not None
     results = [
-        m.RecallResult(
-            id=item.unit_id,
-            text=item.text,
-            type=item.network,
-            entities=[names[e] for e in item.entity_ids if e in names],
-            occurred_start=iso(item.occurred_start),
-            occurred_end=iso(item.occurred_end),
-            score=item.score,
-        )
+        views.recall_result(views.units[item.unit_id], item.score, with_sources)
         for item in result.items
+        if item.unit_id in views.units
     ]
-    entities = None
-    if include.entities is not None:
-        entities = {}
-        for obs in result.observations:
-            for entity_id in obs.entity_ids:
-                name = names.get(entity_id) or entity_names(bank, {entity_id}).get(entity_id, "")
-                entities[name] = {
-                    "entity_id": entity_id,
-                    "canonical_name": name,
-                    "observations": [{"text": obs.text}],
-                }
-    return m.RecallResponse(
-        results=results, trace=result.trace.to_dict() if body.trace else None, entities=entities
+    response = m.RecallResponse(
+        results=results, trace=result.trace.to_dict() if body.trace else None
     )
+    if include.entities is not None:
+        response.entities = _entity_states(views, observations)
+    if include.chunks is not None:
+        response.chunks = _chunks(bank, views, ids, include.chunks.max_tokens or 8192)
+    if with_sources:
+        response.source_facts, response.source_facts_truncated = _source_facts(
+            bank, views, results, include.source_facts
+        )
+    return response
+
+
+def _entity_states(views: UnitViews, observations) -> dict[str, m.EntityState]:
+    states: dict[str, m.EntityState] = {}
+    for item in observations:
+        unit = views.units.get(item.unit_id)
+        if unit is None:
+            continue
+        for entity_id in unit.entity_ids:
+            name = views.names.get(entity_id, entity_id)
+            state = states.setdefault(
+                name, m.EntityState(entity_id=entity_id, canonical_name=name, observations=[])
+            )
+            state.observations.append(
+                m.EntityObservationResponse(text=unit.text, mentioned_at=iso(unit.mentioned_at))
+            )
+    return states
+
+
+def _count(bank: Bank, texts: list[str]) -> list[int]:
+    return bank.count_tokens(texts)
+
+
+def _chunks(bank: Bank, views: UnitViews, ids: list[str], budget: int) -> dict[str, m.ChunkData]:
+    """The source turns of the results, in result order, within `budget` tokens
+    (the one that crosses it is cut and marked truncated)."""
+    chunks: dict[str, m.ChunkData] = {}
+    turns = [
+        (cid, turn)
+        for uid in ids
+        if uid in views.units
+        for cid, turn in views.chunks(views.units[uid])
+    ]
+    turns = [(cid, t) for n, (cid, t) in enumerate(turns) if cid not in {c for c, _ in turns[:n]}]
+    texts = [turn_text(t) for _, t in turns]
+    left = budget
+    for (cid, turn), text, size in zip(turns, texts, _count(bank, texts), strict=True):
+        if left <= 0:
+            break
+        truncated = size > left
+        if truncated:
+            text = " ".join(text.split()[: max(1, int(left * 0.75))]) + " …"
+        chunks[cid] = m.ChunkData(id=cid, text=text, chunk_index=turn.index, truncated=truncated)
+        left -= size
+    return chunks
+
+
+def _source_facts(
+    bank: Bank, views: UnitViews, results: list[m.RecallResult], options: m.IncludeMaxTokens
+) -> tuple[dict[str, m.RecallResult], bool]:
+    wanted = list(dict.fromkeys(s for r in results for s in (r.source_fact_ids or ())))
+    if not wanted:
+        return {}, False
+    facts = UnitViews.of_ids(bank, wanted)
+    budget = options.max_tokens if options.max_tokens not in (None, -1) else None
+    per = options.max_tokens_per_observation
+    per = per if per not in (None, -1) else None
+    ordered = [facts.units[i] for i in wanted if i in facts.units]
+    sizes = _count(bank, [u.text for u in ordered])
+    used_by: dict[str, int] = {}
+    owner = {s: r.id for r in results for s in (r.source_fact_ids or ())}
+    out: dict[str, m.RecallResult] = {}
+    used, truncated = 0, False
+    for unit, size in zip(ordered, sizes, strict=True):
+        observation = owner.get(unit.id, "")
+        if (budget is not None and used + size > budget) or (
+            per is not None and used_by.get(observation, 0) + size > per
+        ):
+            truncated = True
+            continue
+        used += size
+        used_by[observation] = used_by.get(observation, 0) + size
+        out[unit.id] = facts.recall_result(unit, None, False)
+    return out, truncated
 
 
 REFLECT_REFUSALS = {
-    "context": "put it in the query",
-    "max_tokens": "the answer's length is up to the bank's language model",
-    "response_schema": "Engram answers in text",
-    "tags": "Engram has no tags",
-    "tag_groups": "Engram has no tags",
     "fact_types": "Engram's reflect weighs every network",
     "exclude_mental_model_ids": "Engram has no mental models",
     "reflect_search_observations_max_tokens": "Engram's reflect has one evidence budget",
@@ -484,29 +547,64 @@ REFLECT_REFUSALS = {
 @router.post(BANK + "/reflect", response_model=m.ReflectResponse, tags=["Memory"])
 def reflect(bank_id: str, body: m.ReflectRequest, served: Served) -> m.ReflectResponse:
     """Answer from memory under the bank's disposition; the reflection is kept
-    and the opinions it forms are applied (as Hindsight's reflect does).
-    `budget` is the evidence budget (low 2048, mid 4096, high 8192 tokens)."""
+    and the opinions it forms are applied. `budget` is the evidence budget (low
+    2048, mid 4096, high 8192 tokens), `max_tokens` the answer's length, `tags`
+    the scope of the evidence, `context` the asker's situation. With a
+    `response_schema` the answer also comes as `structured_output` (see
+    docs/server.md for what happens without a language model). A bank that does
+    not exist has nothing to answer from: that is the answer, and no bank is made."""
     refuse(body.model_dump(), REFLECT_REFUSALS)
     if body.include is not None and body.include.tool_calls is not None:
         raise not_supported("tool_calls", "Engram's reflect makes no tool calls", "include")
+    scope = body.tag_scope()
+    if body.response_schema is not None:
+        from core import check_response_schema
+
+        try:
+            check_response_schema(body.response_schema)
+        except InvalidInputError as error:
+            raise field_error("response_schema", str(error)) from None
+    try:
+        served.get(bank_id)
+    except BankNotFoundError:
+        return m.ReflectResponse(
+            text=f"I have no memories in bank {bank_id!r} (it does not exist yet; its first "
+            "retain creates it), so there is nothing to answer from.",
+            based_on=m.ReflectBasedOn() if _wants_facts(body) else None,
+            mode="empty",
+        )
     with served.using(bank_id) as bank:
-        reflection = bank.reflect(body.query, budget_tokens=LEVEL_TOKENS[body.budget], commit=False)
+        reflection = bank.reflect(
+            body.query,
+            budget_tokens=LEVEL_TOKENS[body.budget],
+            commit=False,
+            tags=scope,
+            context=body.context,
+            max_tokens=body.max_tokens,
+        )
         change = bank.commit_reflection(reflection)
     served.changed(bank.id, change)
-    based_on = None
-    if body.include is not None and body.include.facts is not None:
-        based_on = m.ReflectBasedOn(
+    response = m.ReflectResponse(
+        text=reflection.answer, reflection_id=reflection.id, mode=reflection.mode
+    )
+    if _wants_facts(body):
+        views = UnitViews.of_ids(bank, [e.unit_id for e in reflection.evidence])
+        response.based_on = m.ReflectBasedOn(
             memories=[
-                m.ReflectFact(id=e.unit_id, text=e.text, type=e.network)
+                views.reflect_fact(views.units[e.unit_id])
                 for e in reflection.evidence
+                if e.unit_id in views.units
             ]
         )
-    return m.ReflectResponse(
-        text=reflection.answer,
-        based_on=based_on,
-        reflection_id=reflection.id,
-        mode=reflection.mode,
-    )
+    if body.response_schema is not None:
+        response.structured_output, response.structured_output_error = bank.structured_output(
+            reflection, body.response_schema
+        )
+    return response
+
+
+def _wants_facts(body: m.ReflectRequest) -> bool:
+    return body.include is not None and body.include.facts is not None
 
 
 # -- memories -------------------------------------------------------------------------
@@ -526,16 +624,16 @@ def list_memories(
     offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
     document_id: str | None = None,
     state: Literal["valid", "invalidated"] | None = None,
-    tags: Annotated[list[str] | None, Query()] = None,
-    tags_match: str | None = None,
+    tags: TagsQuery = None,
+    tags_match: TagsMatchQuery = "any",
     consolidation_state: str | None = None,
 ) -> m.ListMemoryUnitsResponse:
     """Units, most recent occurrence first. `time_field` may only be
     `occurred_start` (a window over when facts happened); `state=invalidated`
-    lists retracted units."""
+    lists the hidden and retracted units; `tags` filter as in recall."""
     refuse(
-        {"tags": tags, "consolidation_state": consolidation_state},
-        {"tags": "Engram has no tags", "consolidation_state": "Engram queues observation jobs"},
+        {"consolidation_state": consolidation_state},
+        {"consolidation_state": "Engram queues observation jobs"},
         where="query",
     )
     bank = served.get(bank_id)
@@ -545,52 +643,169 @@ def list_memories(
         "entity": entity_id,
         "start": start_date,
         "end": end_date,
-        "status": UnitStatus.RETRACTED if state == "invalidated" else UnitStatus.ACTIVE,
+        "status": INVALIDATED if state == "invalidated" else UnitStatus.ACTIVE,
+        "tags": query_scope(tags, tags_match),
         "document": document_id,
     }
     units = bank.units(
         order="occurred_start", descending=True, offset=offset, limit=limit, **filters
     )
     total = bank.count(**filters)
-    names = entity_names(bank, {e for u in units for e in u.entity_ids})
+    views = UnitViews(bank, units)
     return m.ListMemoryUnitsResponse(
-        items=[_memory_item(u, names) for u in units], total=total, limit=limit, offset=offset
+        items=[views.list_item(u) for u in units], total=total, limit=limit, offset=offset
     )
 
 
-def _memory_item(unit, names: dict[str, str]) -> m.MemoryUnitListItem:
-    return m.MemoryUnitListItem(
-        id=unit.id,
-        text=unit.text,
-        date=iso(unit.occurred_start or unit.mentioned_at or unit.created_at),
-        fact_type=str(unit.network),
-        mentioned_at=iso(unit.mentioned_at),
-        occurred_start=iso(unit.occurred_start),
-        occurred_end=iso(unit.occurred_end),
-        entities=", ".join(names[e] for e in unit.entity_ids if e in names) or None,
-        state="invalidated" if unit.status is UnitStatus.RETRACTED else "valid",
-        updated_at=iso(unit.updated_at),
-    )
+def _unit(bank: Bank, memory_id: str):
+    found = bank.units_by_id([memory_id]).get(memory_id)
+    if found is None:
+        raise not_found(f"no memory {memory_id!r} in bank {bank.name!r}")
+    return found
 
 
-@router.get(BANK + "/memories/{memory_id}", tags=["Memory"])
-def get_memory(bank_id: str, memory_id: str, served: Served) -> dict[str, Any]:
-    """One unit with its entities and the turns it was drawn from."""
-    bank = served.get(bank_id)
-    try:
-        unit = bank.unit(memory_id)
-    except EngramError as error:
-        raise not_found(str(error)) from error
-    names = entity_names(bank, set(unit.entity_ids))
+def memory_detail(bank: Bank, memory_id: str) -> dict[str, Any]:
+    """One unit with its entities, tags, metadata and the turns it was drawn from."""
+    unit = _unit(bank, memory_id)
+    views = UnitViews(bank, [unit])
     return {
-        **_memory_item(unit, names).model_dump(),
-        "entities": [names[e] for e in unit.entity_ids if e in names],
+        **views.list_item(unit).model_dump(),
+        "type": str(unit.network),
+        "entities": views.entity_list(unit),
         "confidence": unit.confidence,
         "source_turns": [
             {"id": t.id, "speaker": t.speaker, "text": t.text, "timestamp": iso(t.timestamp)}
             for t in bank.provenance(memory_id)
         ],
     }
+
+
+@router.get(BANK + "/memories/{memory_id}", tags=["Memory"])
+def get_memory(bank_id: str, memory_id: str, served: Served) -> dict[str, Any]:
+    """One unit with its entities, tags, metadata and the turns it was drawn from."""
+    return memory_detail(served.get(bank_id), memory_id)
+
+
+def _time(field: str, value: str | None) -> datetime | None:
+    if value in (None, ""):
+        return None
+    parsed = m.timestamp_value(value)
+    if not isinstance(parsed, datetime):
+        raise field_error(field, "an ISO 8601 time, or '' to clear it")
+    from core.timeparse import naive_utc
+
+    return naive_utc(parsed)
+
+
+@router.patch(BANK + "/memories/{memory_id}", tags=["Memory"])
+def update_memory(
+    bank_id: str, memory_id: str, body: m.UpdateMemoryRequest, served: Served
+) -> dict[str, Any]:
+    """Correct a memory (text, occurrence times, network, entities) or take it
+    out of use (`state: "invalidated"`, reversible with `"valid"`): the same
+    audited, undoable curation the studio uses (`POST /engram/v1/banks/{bank}/undo`)."""
+    with served.using(bank_id) as bank:
+        unit = _unit(bank, memory_id)
+        change = None
+        edits: dict[str, Any] = {}
+        given = body.model_fields_set
+        if body.text is not None:
+            edits["text"] = body.text
+        if body.fact_type is not None:
+            edits["network"] = body.fact_type
+        for field in ("occurred_start", "occurred_end"):
+            if field in given:
+                edits[field] = _time(field, getattr(body, field))
+        if body.entities is not None:
+            edits["entity_ids"] = [_entity_id(bank, name) for name in body.entities]
+        if edits:
+            change = bank.edit_unit(memory_id, **edits, actor="agent")
+        if body.state == "invalidated" and unit.status is UnitStatus.ACTIVE:
+            change = (change or _empty()) | bank.hide_units(
+                [memory_id], actor="agent", reason=body.reason
+            )
+        elif body.state == "valid" and unit.status is UnitStatus.HIDDEN:
+            change = (change or _empty()) | bank.unhide_units(
+                [memory_id], actor="agent", reason=body.reason
+            )
+        elif body.state == "valid" and unit.status is UnitStatus.RETRACTED:
+            raise HTTPException(
+                409,
+                f"memory {memory_id!r} was retracted with an entity: restore the entity "
+                "(POST /engram/v1/banks/{bank}/entities/{id}/restore)",
+            )
+    if change is not None:
+        served.changed(bank.id, change)
+    return memory_detail(bank, memory_id)
+
+
+def _empty():
+    from core.types import Change
+
+    return Change()
+
+
+def _entity_id(bank: Bank, name: str) -> str:
+    try:
+        return bank.resolve_entity(name)
+    except EngramError as error:
+        raise field_error("entities", f"{error} (name an entity the bank has)") from None
+
+
+@router.get(BANK + "/memories/{memory_id}/history", tags=["Memory"])
+def memory_history(bank_id: str, memory_id: str, served: Served) -> dict[str, Any]:
+    """What curation did to this memory (newest first) and, for an opinion, how
+    its confidence moved."""
+    bank = served.get(bank_id)
+    unit = _unit(bank, memory_id)
+    entries = bank.audit(target=memory_id, limit=None)
+    out: dict[str, Any] = {
+        "memory_id": memory_id,
+        "type": str(unit.network),
+        "history": [
+            {
+                "seq": e.seq,
+                "at": iso(e.recorded_at),
+                "actor": e.actor,
+                "action": e.action,
+                "before": e.before,
+                "after": e.after,
+                "undone": e.undone,
+            }
+            for e in entries
+        ],
+    }
+    if unit.network is Network.OPINION:
+        trajectory = bank.opinion_history(memory_id)
+        out["confidence"] = [
+            {
+                "at": iso(step.event.happened_at),
+                "relation": step.event.relation,
+                "before": step.event.confidence_before,
+                "after": step.event.confidence_after,
+                "reason": step.event.reason,
+            }
+            for step in trajectory.steps
+        ]
+    return out
+
+
+@router.delete(BANK + "/memories", response_model=m.DeleteResponse, tags=["Memory"])
+def clear_memories(
+    bank_id: str,
+    served: Served,
+    type: Annotated[Literal[NETWORKS] | None, Query(description="only this network")] = None,
+) -> m.DeleteResponse:
+    """Delete every memory of the bank (or of one network); its profile and
+    documents stay. Audited and undoable, like any deletion in the studio."""
+    with served.using(bank_id) as bank:
+        ids = [u.id for u in bank.units(type, status=None, limit=None)]
+        change = bank.delete_units(ids, actor="agent") if ids else None
+    if change is not None:
+        served.changed(bank.id, change)
+    return m.DeleteResponse(
+        success=True, message=f"{len(ids)} memories deleted", deleted_count=len(ids)
+    )
 
 
 # -- entities -------------------------------------------------------------------------
@@ -613,16 +828,19 @@ def list_entities(
     served: Served,
     limit: Annotated[int, Query(ge=0, le=limits.PAGE)] = 100,
     offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
-    tags: Annotated[list[str] | None, Query()] = None,
-    tags_match: str | None = None,
+    tags: TagsQuery = None,
+    tags_match: TagsMatchQuery = "any",
     tag_groups: str | None = None,
 ) -> m.EntityListResponse:
-    refuse(
-        {"tags": tags, "tag_groups": tag_groups},
-        dict.fromkeys(("tags", "tag_groups"), "Engram has no tags"),
-        "query",
-    )
-    entities = served.get(bank_id).entities()
+    """Entities, most mentioned first; with `tags`, only those the memories in
+    that scope mention."""
+    refuse({"tag_groups": tag_groups}, {"tag_groups": "give tags and tags_match"}, "query")
+    bank = served.get(bank_id)
+    entities = bank.entities()
+    scope = query_scope(tags, tags_match)
+    if scope is not None:
+        mentioned = {e for u in bank.units(tags=scope, limit=None) for e in u.entity_ids}
+        entities = [e for e in entities if e.id in mentioned]
     return m.EntityListResponse(
         items=[m.EntityListItem(**_entity_item(e)) for e in entities[offset : offset + limit]],
         total=len(entities),
@@ -657,19 +875,21 @@ def get_entity(bank_id: str, entity_id: str, served: Served) -> m.EntityDetailRe
 
 
 def stored_document(bank: Bank, document_id: str):
-    for document in bank.documents():
-        if document.id == document_id:
-            return document
-    raise not_found(f"no document {document_id!r} in bank {bank.name!r}")
+    found = bank.documents([document_id])
+    if not found:
+        raise not_found(f"no document {document_id!r} in bank {bank.name!r}")
+    return found[0]
 
 
-def _document_metadata(document) -> dict[str, Any]:
+def document_metadata(document) -> dict[str, Any]:
+    """Hindsight's open `document_metadata`: Engram's facts about the document,
+    and the metadata its items were retained with."""
     return {
         "title": document.title,
         "format": document.format,
-        "source_path": document.source_path,
         "turns": document.turns,
         "extraction_mode": document.extraction_mode,
+        **({"metadata": document.metadata} if document.metadata else {}),
     }
 
 
@@ -680,12 +900,16 @@ def list_documents(
     q: str | None = None,
     limit: Annotated[int, Query(ge=0, le=limits.PAGE)] = 100,
     offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
+    tags: TagsQuery = None,
+    tags_match: TagsMatchQuery = "any",
 ) -> m.ListDocumentsResponse:
     bank = served.get(bank_id)
+    scope = query_scope(tags, tags_match)
     documents = [
         d
         for d in bank.documents()
-        if not q or q.lower() in d.id.lower() or q.lower() in d.title.lower()
+        if (not q or q.lower() in d.id.lower() or q.lower() in d.title.lower())
+        and tagging.matches(d.tags, scope)
     ]
     return m.ListDocumentsResponse(
         items=[
@@ -695,8 +919,10 @@ def list_documents(
                 content_hash=d.content_hash,
                 created_at=iso(d.created_at),
                 updated_at=iso(d.created_at),
+                text_length=d.text_length,
                 memory_unit_count=d.units,
-                document_metadata=_document_metadata(d),
+                document_metadata=document_metadata(d),
+                tags=list(d.tags),
             )
             for d in documents[offset : offset + limit]
         ],
@@ -707,22 +933,73 @@ def list_documents(
 
 
 @router.get(
+    BANK + "/documents/{document_id:path}/chunks",
+    response_model=m.ListChunksResponse,
+    tags=["Documents"],
+)
+def document_chunks(
+    bank_id: str,
+    document_id: str,
+    served: Served,
+    limit: Annotated[int, Query(ge=0, le=limits.PAGE)] = 100,
+    offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
+) -> m.ListChunksResponse:
+    """The document's turns, in order: Engram's chunks (ids `DOCUMENT:INDEX`)."""
+    from core.server.memory_views import chunk_id
+
+    bank = served.get(bank_id)
+    document = stored_document(bank, document_id)
+    turns = bank.turns(document_id)
+    return m.ListChunksResponse(
+        items=[
+            m.ChunkResponse(
+                chunk_id=chunk_id(document_id, t.index),
+                document_id=document_id,
+                bank_id=bank.id,
+                chunk_index=t.index,
+                chunk_text=turn_text(t),
+                created_at=iso(document.created_at),
+            )
+            for t in turns[offset : offset + limit]
+        ],
+        total=len(turns),
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.post(BANK + "/documents/{document_id:path}/reprocess", tags=["Documents"])
+def reprocess_document(bank_id: str, document_id: str, served: Served) -> dict[str, Any]:
+    """Extract the document again from its stored turns (Engram's re-ingest,
+    in the bank's configured mode)."""
+    with served.using(bank_id) as bank:
+        stored_document(bank, document_id)
+        report = bank.reingest_document(document_id)
+    served.changed(bank.id, report.change)
+    return {"success": True, "document_id": document_id, "units": sum(report.facts.values())}
+
+
+@router.get(
     BANK + "/documents/{document_id:path}", response_model=m.DocumentResponse, tags=["Documents"]
 )
 def get_document(bank_id: str, document_id: str, served: Served) -> m.DocumentResponse:
     bank = served.get(bank_id)
     document = stored_document(bank, document_id)
     turns = bank.turns(document_id)
-    text = "\n".join(f"{t.speaker}: {t.text}" if t.speaker else t.text for t in turns)
+    by_network: dict[str, int] = {}
+    for unit in bank.units(document=document_id, limit=None):
+        by_network[str(unit.network)] = by_network.get(str(unit.network), 0) + 1
     return m.DocumentResponse(
         id=document.id,
         bank_id=bank.id,
-        original_text=text,
+        original_text="\n".join(turn_text(t) for t in turns),
         content_hash=document.content_hash,
         created_at=iso(document.created_at),
         updated_at=iso(document.created_at),
         memory_unit_count=document.units,
-        document_metadata=_document_metadata(document),
+        nodes_by_fact_type=by_network,
+        tags=list(document.tags),
+        document_metadata=document_metadata(document),
     )
 
 
@@ -742,37 +1019,3 @@ def delete_document(bank_id: str, document_id: str, served: Served) -> m.DeleteD
         document_id=document_id,
         memory_units_deleted=document.units,
     )
-
-
-# -- what only Hindsight has ------------------------------------------------------------
-
-UNSUPPORTED = {
-    "mental-models": "mental models",
-    "directives": "directives",
-    "knowledge": "the knowledge base",
-    "webhooks": "webhooks",
-    "files": "file uploads",
-    "tags": "tags",
-    "aliases": "bank aliases",
-    "consolidate": "consolidation runs (Engram queues observation jobs)",
-    "consolidation": "consolidation",
-    "observations": "observation scopes",
-    "graph": "the graph view",
-    "chunks": "chunks",
-    "attachments": "attachments",
-    "llm-requests": "LLM traces",
-    "audit": "Hindsight's audit log (see /engram/v1/.../audit)",
-}
-
-
-@unsupported.api_route(
-    "/v1/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
-)
-def not_in_engram(rest: str) -> None:
-    """Anything else Hindsight has: a 501 naming it, never a silent success; a
-    path neither has is a 404."""
-    words = rest.split("/")
-    feature = next((UNSUPPORTED[w] for w in words if w in UNSUPPORTED), None)
-    if feature is None:
-        raise HTTPException(404, f"no such path: /v1/{rest}")
-    raise HTTPException(501, f"not supported by Engram: {feature}")

@@ -27,7 +27,15 @@ from core.engine import Engine
 from core.server.admission import WriteLock
 from core.server.feed import ChangeFeed
 from core.server.rebuilds import ObservationRebuilds
-from core.types import BankInfo, BankNotFoundError, BankRenamedError, Change, EngramError, Kind
+from core.types import (
+    BankExistsError,
+    BankInfo,
+    BankNotFoundError,
+    BankRenamedError,
+    Change,
+    EngramError,
+    Kind,
+)
 
 OnChange = Callable[[str, Change], None]
 
@@ -109,7 +117,8 @@ class ServedBanks:
             raise
         except BankNotFoundError:
             if self.open_on_demand:
-                raise
+                # The engine's message names the data folder: a client sees the name only.
+                raise BankNotFoundError(f"no bank named {ref!r}") from None
             raise BankNotFoundError(f"no bank named {ref!r} is served here") from None
         if not self.open_on_demand and found.id not in served:
             raise BankNotFoundError(f"no bank named {ref!r} is served here")
@@ -206,6 +215,23 @@ class ServedBanks:
             self.feed(bank_id).publish(change)
 
     # -- banks come and go ---------------------------------------------------------------
+
+    def get_or_create(self, ref: str) -> Bank:
+        """The served bank `ref` names, created first (`ref` its id and name) when
+        there is none: a Hindsight bank comes into being on its first retain. A bank on disk
+        that this process does not serve (the studio serves only what it opened)
+        stays a BankNotFoundError: it is not this process's to create."""
+        try:
+            return self.get(ref)
+        except BankNotFoundError:
+            on_disk = {r for info in self.engine.banks() for r in (info.id, info.name)}
+            if not self.open_on_demand and ref in on_disk:
+                raise
+        try:
+            # The client's bank_id is the bank's id (and its first name): its handle for good.
+            return self.create(ref, bank_id=ref)
+        except BankExistsError:
+            return self.get(ref)  # two first retains at once: the other made it
 
     def create(
         self,

@@ -92,9 +92,17 @@ class LexicalIndex:
         hits = searcher.search(tantivy.Query.all_query(), limit=searcher.num_docs).hits
         return {searcher.doc(address)["id"][0] for _, address in hits}
 
-    def search(self, text: str, k: int, networks: Sequence[str] | None = None) -> list[TextHit]:
+    def search(
+        self,
+        text: str,
+        k: int,
+        networks: Sequence[str] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[TextHit]:
+        """BM25 hits for `text`; with `networks` or `ids`, only among those units
+        (a filter inside the search, so the k best are the k best of those)."""
         terms = query_terms(text[:10_000])
-        if not terms or k <= 0:
+        if not terms or k <= 0 or (ids is not None and not ids):
             return []
         query = tantivy.Query.boolean_query(
             [
@@ -114,6 +122,11 @@ class LexicalIndex:
             )
             query = tantivy.Query.boolean_query(
                 [(tantivy.Occur.Must, query), (tantivy.Occur.Must, network_query)]
+            )
+        if ids is not None:
+            id_query = tantivy.Query.term_set_query(self._schema, "id", list(ids))
+            query = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, query), (tantivy.Occur.Must, id_query)]
             )
         searcher = self._index.searcher()
         hits = searcher.search(query, limit=k).hits

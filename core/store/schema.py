@@ -192,6 +192,15 @@ MIGRATIONS: list[list[str]] = [
     [
         "ALTER TABLE units ADD COLUMN last_accessed_at TIMESTAMP",
     ],
+    # 5: tags and metadata (Hindsight's `tags` and `metadata`), kept on each turn
+    # as it was retained and on each unit drawn from it (core/tags.py): recall
+    # filters units by their tags before any channel runs.
+    [
+        "ALTER TABLE turns ADD COLUMN tags VARCHAR[] DEFAULT []",
+        "ALTER TABLE turns ADD COLUMN metadata JSON",
+        "ALTER TABLE units ADD COLUMN tags VARCHAR[] DEFAULT []",
+        "ALTER TABLE units ADD COLUMN metadata JSON",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

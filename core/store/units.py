@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
+from core import tags as tagging
 from core.limits import FieldError, check_page
 from core.store.filters import like_pattern
 from core.store.order import ORDER_COLUMNS
+from core.store.tagged import scoped_ids_sql
 from core.text import printable
 from core.timeparse import naive_utc
 from core.types import ExtractionMode, InvalidInputError, Network, NewUnit, Unit, UnitStatus
@@ -26,7 +28,8 @@ from core.types import ExtractionMode, InvalidInputError, Network, NewUnit, Unit
 UNIT_COLUMNS = (
     "u.id, u.text, u.network, u.occurred_start, u.occurred_end, u.mentioned_at, "
     "u.confidence, u.status, u.source_ids, u.extraction_mode, u.model, u.embedding_model, "
-    "u.created_at, u.updated_at, u.access_count, u.last_accessed_at, u.document_id"
+    "u.created_at, u.updated_at, u.access_count, u.last_accessed_at, u.document_id, u.tags, "
+    "u.metadata"
 )
 
 
@@ -35,7 +38,7 @@ class UnitFilter:
     """Which units a listing shows. Every field narrows; None means no constraint."""
 
     network: Network | str | Sequence[Network | str] | None = None
-    status: UnitStatus | str | None = UnitStatus.ACTIVE
+    status: UnitStatus | str | Sequence[UnitStatus | str] | None = UnitStatus.ACTIVE
     entity: str | None = None  # an entity id, or a name or alias (case-insensitive)
     start: datetime | None = None  # occurrence overlaps [start, end)
     end: datetime | None = None
@@ -44,7 +47,8 @@ class UnitFilter:
     min_confidence: float | None = None
     max_confidence: float | None = None
     ids: Sequence[str] | None = None
-    document: str | None = None  # the id of the document the units were extracted from
+    tags: tagging.TagScope | None = None  # units whose tags this scope lets through
+    document: str | None = None  # units extracted from this document
 
     def where(self) -> tuple[str, list]:
         clauses: list[str] = []
@@ -53,7 +57,10 @@ class UnitFilter:
             networks = [self.network] if isinstance(self.network, str) else list(self.network)
             clauses.append("u.network IN (SELECT unnest(?))")
             params.append([str(n) for n in networks])
-        if self.status is not None:
+        if isinstance(self.status, tuple | list | frozenset | set):
+            clauses.append("u.status IN (SELECT unnest(?))")
+            params.append(sorted(str(s) for s in self.status))
+        elif self.status is not None:
             clauses.append("u.status = ?")
             params.append(str(self.status))
         if self.entity is not None:
@@ -90,6 +97,10 @@ class UnitFilter:
         if self.ids is not None:
             clauses.append("u.id IN (SELECT unnest(?))")
             params.append(list(self.ids))
+        if self.tags is not None:
+            scoped, tag_params = scoped_ids_sql(self.tags)
+            clauses.append(f"u.id IN ({scoped})")
+            params += tag_params
         if self.document is not None:
             clauses.append("u.document_id = ?")
             params.append(self.document)
@@ -120,6 +131,8 @@ def _arrow_units(
             "created_at": pa.array([now] * n, ts),
             "updated_at": pa.array([now] * n, ts),
             "access_count": pa.array([0] * n, pa.int32()),
+            "tags": pa.array([list(u.tags) for u in units], pa.list_(pa.string())),
+            "metadata": pa.array([tagging.metadata_json(u.metadata) for u in units], pa.string()),
         }
     )
 
@@ -186,6 +199,8 @@ def _row_to_unit(row: tuple, entity_ids: tuple[str, ...]) -> Unit:
         access_count=row[14],
         last_accessed_at=row[15],
         document_id=row[16],
+        tags=tuple(row[17] or ()),
+        metadata=tagging.metadata_from(row[18]),
     )
 
 
@@ -307,3 +322,33 @@ def occurrence_span(
         params,
     ).fetchone()
     return (row[0], row[1]) if row else (None, None)
+
+
+TIME_FIELDS = ("created_at", "mentioned_at", "occurred_start")
+TRUNCS = ("minute", "hour", "day")
+
+
+def memories_timeseries(
+    con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, trunc: str, time_field: str
+) -> list[tuple[datetime, dict[str, int]]]:
+    """Active units per network in each `trunc` bucket of [start, end), by
+    `time_field` (created_at where a unit has none); every bucket is listed."""
+    if time_field not in TIME_FIELDS or trunc not in TRUNCS:
+        raise ValueError(f"time_field in {TIME_FIELDS}, trunc in {TRUNCS}")
+    when = f"coalesce({time_field}, created_at)" if time_field != "created_at" else "created_at"
+    rows = con.execute(
+        f"SELECT date_trunc('{trunc}', {when}) AS b, network, count(*) FROM units"
+        f" WHERE status = ? AND {when} >= ? AND {when} < ? GROUP BY ALL",
+        [str(UnitStatus.ACTIVE), start, end],
+    ).fetchall()
+    counts: dict[datetime, dict[str, int]] = {}
+    for bucket, network, n in rows:
+        counts.setdefault(bucket, {})[network] = int(n)
+    step = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1)}
+    first = con.execute(f"SELECT date_trunc('{trunc}', ?::TIMESTAMP)", [start]).fetchone()[0]
+    out = []
+    at = first
+    while at < end:
+        out.append((at, {str(n): counts.get(at, {}).get(str(n), 0) for n in Network}))
+        at += step[trunc]
+    return out

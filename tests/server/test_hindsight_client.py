@@ -246,20 +246,17 @@ def test_document_delete_removes_what_was_derived_only_from_it(client, filled):
 
 def test_what_engram_cannot_honour_is_refused(client, filled):
     with pytest.raises(api_error()) as error:
-        client.retain(filled, "tagged", tags=["work"])
-    assert error.value.status == 422 and "tags" in error.value.body
+        client.retain(filled, "x", entities=[{"text": "Alice"}])
+    assert error.value.status == 422 and "entities" in error.value.body
     with pytest.raises(api_error()) as error:
-        client.recall(filled, "Alice", tags=["work"])
-    assert error.value.status == 422
+        client.recall(filled, "Alice", min_scores={"final": 0.5})
+    assert error.value.status == 422 and "min_scores" in error.value.body
     with pytest.raises(api_error()) as error:
         client.create_mental_model(filled, "model", "what does Alice like?")
     assert error.value.status == 501 and "mental models" in error.value.body
     with pytest.raises(api_error()) as error:
         client.create_directive(filled, "be brief", "Answer briefly.")
     assert error.value.status == 501 and "directives" in error.value.body
-    with pytest.raises(api_error()) as error:
-        client.retain(filled, "x", metadata={"source": "slack"})
-    assert error.value.status == 422 and "metadata" in error.value.body
 
 
 @pytest.mark.slow

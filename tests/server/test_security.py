@@ -118,7 +118,6 @@ def test_unknown_bank_is_404(http):
     for method, path, body in [
         ("GET", "/v1/default/banks/nobody/profile", None),
         ("POST", "/v1/default/banks/nobody/memories/recall", {"query": "x"}),
-        ("POST", "/v1/default/banks/nobody/memories", {"items": [{"content": "x"}]}),
         ("GET", "/v1/default/banks/nobody/memories/list", None),
         ("DELETE", "/v1/default/banks/nobody", None),
         ("POST", "/engram/v1/banks/nobody/recall", {"query": "x"}),
@@ -126,6 +125,11 @@ def test_unknown_bank_is_404(http):
         r = http.request(method, path, json=body)
         assert r.status_code == 404, (method, path, r.text)
         assert "nobody" in r.json()["detail"]
+    # Reads never make a bank; a retain is what does (as in Hindsight).
+    assert http.post(
+        "/v1/default/banks/nobody/memories", json={"items": [{"content": "x"}]}
+    ).is_success
+    assert http.get("/v1/default/banks/nobody/profile").is_success
 
 
 def test_bank_ids_never_reach_a_path(served, http):
