@@ -31,6 +31,7 @@ first for what no store keeps (core/limits.py): a tool error naming them.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Annotated, Any, Literal
@@ -48,6 +49,7 @@ from core.server import routes_hindsight as hs
 from core.server import routes_hindsight_more as hs_more
 from core.server.admission import Admission, Busy
 from core.server.errors import public
+from core.server.mcp_wire import INVALID_PARAMS, screen
 from core.server.retain import check_request
 from core.server.retain import retain as retain_items
 from core.server.served import ServedBanks
@@ -168,9 +170,7 @@ def build_mcp(
 
         @functools.wraps(fn)
         async def run(**arguments: Any) -> Any:
-            problem = limits.first_unstorable(
-                {k: v for k, v in arguments.items() if k != "ctx"}
-            )
+            problem = limits.first_unstorable({k: v for k, v in arguments.items() if k != "ctx"})
             if problem is not None:
                 raise ToolError(str(problem))
             try:
@@ -590,9 +590,7 @@ class McpEndpoints:
         self, served: ServedBanks, operations: Any = None, admission: Admission | None = None
     ) -> None:
         self.multi = build_mcp(served, operations=operations, admission=admission)
-        self.single = build_mcp(
-            served, per_bank=True, operations=operations, admission=admission
-        )
+        self.single = build_mcp(served, per_bank=True, operations=operations, admission=admission)
         self._multi_app = self.multi.streamable_http_app(streamable_http_path="/mcp")
         self._single_app = self.single.streamable_http_app(streamable_http_path="/mcp-bank")
 
@@ -612,6 +610,10 @@ class McpEndpoints:
         return _Sessions()
 
     async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope.get("method") == "POST":
+            receive = await self._screened(receive, send)
+            if receive is None:
+                return  # answered: a message the SDK would have dropped without a word
         path = scope.get("path", "")
         if scope["type"] == "http" and path.startswith("/mcp/") and len(path) > len("/mcp/"):
             bank = path[len("/mcp/") :].split("/", 1)[0]
@@ -621,6 +623,43 @@ class McpEndpoints:
         if scope["type"] == "http" and path in ("/mcp", "/mcp/"):
             scope = {**scope, "path": "/mcp", "raw_path": b"/mcp"}
         await self._multi_app(scope, receive, send)
+
+    @staticmethod
+    async def _screened(receive, send):
+        """The body read and screened (mcp_wire.screen): a receive replaying it
+        to the SDK, or None once the refusal is answered."""
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        parsed, refusal = screen(body)
+        if parsed is None:
+            status = (
+                202
+                if refusal is None
+                else (200 if refusal["error"]["code"] == INVALID_PARAMS else 400)
+            )
+            payload = b"" if refusal is None else json.dumps(refusal).encode()
+            headers = [(b"content-length", str(len(payload)).encode())]
+            if payload:
+                headers.append((b"content-type", b"application/json"))
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": payload})
+            return None
+        delivered = False
+
+        async def replay():
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay
 
 
 def streamable_http_app(

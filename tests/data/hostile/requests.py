@@ -253,13 +253,25 @@ class ToolCase:
 
 MCP_TOOLS: dict[str, ToolCase] = {
     "content-surrogate": ToolCase("retain", {"content": "bees \ud800"}, "content"),
-    "speaker-surrogate": ToolCase("retain", {"content": "bees", "speaker": "\udfff"}, "speaker"),
+    "speaker-surrogate": ToolCase(
+        "retain", {"content": "bees", "metadata": {"speaker": "\udfff"}}, "speaker"
+    ),
+    "metadata-key-surrogate": ToolCase(
+        "retain", {"content": "bees", "metadata": {"\ud800": "x"}}, "metadata"
+    ),
     "document-id-surrogate": ToolCase(
         "retain", {"content": "bees", "document_id": "d\ud800"}, "document_id"
     ),
     "context-surrogate": ToolCase("retain", {"content": "bees", "context": "\ud800"}, "context"),
+    "tag-surrogate": ToolCase("retain", {"content": "bees", "tags": ["a\udfff"]}, "tags"),
+    "bank-surrogate": ToolCase("retain", {"content": "bees", "bank": "b\ud800"}, "bank"),
     "content-over-limit": ToolCase("retain", {"content": "x" * BIG}, "content"),
-    "speaker-over-limit": ToolCase("retain", {"content": "bees", "speaker": "S" * 201}, "speaker"),
+    "speaker-over-limit": ToolCase(
+        "retain", {"content": "bees", "metadata": {"speaker": "S" * 201}}, "speaker"
+    ),
+    "document-id-over-limit": ToolCase(
+        "retain", {"content": "bees", "document_id": "d" * 201}, "document_id"
+    ),
     "timestamp-overflow": ToolCase(
         "retain", {"content": "bees", "timestamp": "9999-12-31T23:00:00-14:00"}, "timestamp"
     ),
@@ -271,35 +283,49 @@ MCP_TOOLS: dict[str, ToolCase] = {
     "recall-max-tokens-negative": ToolCase(
         "recall", {"query": "bees", "max_tokens": -5}, "max_tokens"
     ),
+    "recall-timestamp-overflow": ToolCase(
+        "recall", {"query": "bees", "query_timestamp": "0001-01-01T01:00:00+14:00"}, "timestamp"
+    ),
     "reflect-query-surrogate": ToolCase("reflect", {"query": "why \ud800"}, "query"),
     "list-offset-huge": ToolCase("list_memories", {"offset": 10**21}, "offset"),
     "list-offset-negative": ToolCase("list_memories", {"offset": -1}, "offset"),
+    "list-limit-huge": ToolCase("list_memories", {"limit": 10**6}, "limit"),
     "list-q-surrogate": ToolCase("list_memories", {"q": "\ud800"}, "q"),
 }
 
-# Raw stdin lines for `engram mcp` (after the handshake), and what the answer must
-# be: a JSON-RPC error with this code (and the request's id, where it had one).
-STDIO_LINES: dict[str, tuple[bytes, int]] = {
-    "not-json": (b"this is not json", -32700),
-    "truncated-json": (b'{"jsonrpc": "2.0", "id": 901, "method": "tools/list"', -32700),
-    "invalid-utf8": (b'{"jsonrpc": "2.0", "id": 902, "method": "tools/\xff"}', -32700),
+# Raw stdin lines for `engram mcp` (after the handshake): each must be answered
+# with a JSON-RPC error of this code for this id (None: the line had none, or
+# could not be read), or, code 0, a tool error for that id.
+STDIO_LINES: dict[str, tuple[bytes, int, int | None]] = {
+    "not-json": (b"this is not json", -32700, None),
+    "truncated-json": (b'{"jsonrpc": "2.0", "id": 901, "method": "tools/list"', -32700, None),
+    "invalid-utf8": (b'{"jsonrpc": "2.0", "id": 902, "method": "tools/\xff"}', -32700, None),
     "string-params": (
         b'{"jsonrpc": "2.0", "id": 903, "method": "tools/call", "params": "x"}',
         -32602,
+        903,
     ),
     "number-params": (
         b'{"jsonrpc": "2.0", "id": 904, "method": "tools/call", "params": 7}',
         -32602,
+        904,
     ),
-    "no-method": (b'{"jsonrpc": "2.0", "id": 905}', -32600),
-    "array": (b"[1, 2, 3]", -32600),
-    "bare-number": (b"42", -32600),
+    "no-method": (b'{"jsonrpc": "2.0", "id": 905}', -32600, 905),
+    "array": (b"[1, 2, 3]", -32600, None),
+    "bare-number": (b"42", -32600, None),
     "surrogate-in-call": (
         b'{"jsonrpc": "2.0", "id": 906, "method": "tools/call", "params": {"name": "retain",'
         b' "arguments": {"content": "bees \\ud800"}}}',
-        0,  # a tool error (isError) answering id 906, not a JSON-RPC error
+        -32602,
+        906,
     ),
-    "unknown-method": (b'{"jsonrpc": "2.0", "id": 907, "method": "no/such"}', -32601),
+    "unknown-method": (b'{"jsonrpc": "2.0", "id": 907, "method": "no/such"}', -32601, 907),
+    "unknown-tool": (
+        b'{"jsonrpc": "2.0", "id": 908, "method": "tools/call", "params": {"name": "nope",'
+        b' "arguments": {}}}',
+        0,
+        908,
+    ),
 }
 
 
