@@ -274,7 +274,9 @@ def _prepare(pane, window, idle: Callable[[], None], scratch: Path, temporary: b
             pane.select_row(2)
             idle()
     elif isinstance(pane, EntitiesPane):
-        if not pane.select_entity("Priya"):
+        # An entity with a merge hint, so the page shows one; else Priya.
+        hinted = [h.source_id for h in pane.hints]
+        if not (hinted and pane.select_entity_id(hinted[0])) and not pane.select_entity("Priya"):
             pane.table.selectRow(0)
         idle()
     elif isinstance(pane, IngestPane) and temporary:

@@ -127,7 +127,16 @@ def install(venv: Path) -> None:
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "-q", "hindsight-client==1.1.0", *PACKAGES],
+        # hindsight-crewai 0.4.20 imports crewai.memory.storage.interface, which
+        # crewai 1.x no longer has: the newest crewai it works with.
+        [
+            str(venv / "bin" / "pip"),
+            "install",
+            "-q",
+            "hindsight-client==1.1.0",
+            *PACKAGES,
+            "crewai<1.0",
+        ],
         check=True,
     )
 

@@ -67,6 +67,7 @@ _EXPORTS = {
     "open_model": "core.providers.llm",
     "load_documents": "core.retain.importers",
     "Manifest": "core.snapshot",
+    "MergeHint": "core.curate.hints",
     "Network": "core.types",
     "NETWORKS": "core.vocabulary",
     "NewUnit": "core.types",

@@ -41,6 +41,7 @@ from core.types import (
 if TYPE_CHECKING:
     from core.curate.audit import AuditEntry
     from core.curate.documents import DocumentPreview
+    from core.curate.hints import MergeHint
     from core.curate.retract import RetractPreview
     from core.engine import Engine
     from core.providers.llm import LanguageModel
@@ -703,6 +704,14 @@ class Bank:
         from core.curate.entities import rename_entity
 
         return rename_entity(self.handle, entity_id, name, keep_alias=keep_alias, actor=actor)
+
+    def merge_hints(self) -> list[MergeHint]:
+        """Pairs of entities that may be one (a name inside the other, a near
+        spelling, nearly always mentioned together), strongest first, each with
+        why. A hint for a curator: nothing is merged."""
+        from core.curate.hints import merge_hints
+
+        return merge_hints(self.store.reader())
 
     def merge_entities(self, source_id: str, target_id: str, *, actor: str = "user") -> Change:
         """Merge `source_id` into `target_id`: mentions, links, opinions and

@@ -129,6 +129,7 @@ BANK = {
         read("opinions_changed", "list[OpinionChange]"),
         # curation
         write("rename_entity", "Change"),
+        read("merge_hints", "list[MergeHint]"),
         write("merge_entities", "Change"),
         write("split_entity", "Change"),
         read("retract_preview", "RetractPreview"),
@@ -191,6 +192,7 @@ VALUE_TYPES = {
         "core.curate.audit": "AuditEntry",
         "core.curate.documents": "DocumentPreview",
         "core.curate.retract": "RetractPreview PreviewFact",
+        "core.curate.hints": "MergeHint",
         "core.curate.redaction": "Redaction",
         "core.reflect.values": "OpinionAction FormedOpinion Evidence LeftOut Reflection "
         "Comparison TrajectoryStep OpinionTrajectory OpinionChange",

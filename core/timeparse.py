@@ -44,6 +44,7 @@ __all__ = [
     "find_time_expressions",
     "parse_session_date",
     "query_interval",
+    "reading_confidence",
     "resolve",
 ]
 
@@ -63,6 +64,9 @@ class Interval:
     end: datetime
     text: str = ""
     granularity: str = field(default="", compare=False)
+    # How sure the reading is, 0..1 (`reading_confidence`): an explicit date is
+    # read surely, "recently" hardly. Recall weighs the query's time by it.
+    confidence: float = field(default=1.0, compare=False)
 
     def __post_init__(self) -> None:
         if self.end < self.start:
@@ -847,8 +851,8 @@ def _earlier_this(m: re.Match[str], ctx: _Ctx) -> _Item | None:
 @_rule(r"\b(?:recently|lately|(?P<other>the\s+other\s+day))\b")
 def _recently(m: re.Match[str], ctx: _Ctx) -> _Item | None:
     if m["other"]:
-        return _item(m, _iv(ctx.today - 7 * _DAY, ctx.today, "range"))
-    return _item(m, _iv(ctx.today - 30 * _DAY, ctx.today + _DAY, "range"))
+        return _item(m, _iv(ctx.today - 7 * _DAY, ctx.today, "vague"))
+    return _item(m, _iv(ctx.today - 30 * _DAY, ctx.today + _DAY, "vague"))
 
 
 # --------------------------------------------------------------------------- atoms: weekdays etc.
@@ -917,6 +921,11 @@ def _weekday(m: re.Match[str], ctx: _Ctx) -> _Item | None:
         if re.search(r"\b(?:every|each)\s+$", prefix, re.I):
             return None
         follows = re.match(r"\s*(?:$|[,.;:!?)\"”])", ctx.after(m.end()))
+        # "the Monday before July 24": a day told against what follows (`_compose`
+        # dates it, or leaves it unresolved: "the Sunday after the wedding").
+        told_against = re.match(r"\s+(?:before|after|following|prior\s+to)\b", ctx.after(m.end()))
+        if told_against and re.search(r"\bthe\s+$", prefix, re.I):
+            return _item(m, replace(_day(ctx.ref), granularity="weekday-of"))
         prefix_ok = _WEEKDAY_CTX_RE.search(prefix)
         if not (prefix_ok or m["part"] or follows or ctx.at_sentence_start(m.start())):
             return None  # "Sunday school", "going to Sunday mass"
@@ -1076,6 +1085,40 @@ _NARROW_RE = re.compile(
 
 
 _NARROWABLE = {"week", "weekend", "month", "season", "year", "decade", "century"}
+# "the last two weeks of August 2023", "the first 3 days of the trip's month".
+_NARROW_N_RE = re.compile(
+    rf"(?:\bthe\s+)?\b(?P<edge>first|last|final)\s+(?P<n>{_NUM})\s+"
+    r"(?P<unit>day|week|month)s?\s+of\s+(?:the\s+)?$",
+    re.I,
+)
+# "the Monday before July 24, 2023", "the Friday after the 3rd of June".
+_WEEKDAY_OF_RE = re.compile(
+    rf"^\s*(?:the\s+)?(?P<wd>{_WEEKDAY})s?\s+(?P<dir>before|after|following|prior\s+to)"
+    r"\s+(?:the\s+)?$",
+    re.I,
+)
+
+
+def _edge_of(iv: Interval, edge: str, unit: str, n: int) -> Interval | None:
+    """The first or last `n` units of an interval (never more than all of it)."""
+    if n < 1:
+        return None
+    if edge == "first":
+        return _iv(iv.start, min(iv.end, _add(iv.start, unit, n)), "range")
+    return _iv(max(iv.start, _add(iv.end, unit, -n)), iv.end, "range")
+
+
+def _weekday_near(anchor: Interval, wd: int, before: bool) -> Interval:
+    """The `wd` weekday just before the anchor's start, or just after its end."""
+    if before:
+        day = _midnight(anchor.start) - _DAY
+        while day.weekday() != wd:
+            day -= _DAY
+    else:
+        day = _midnight(anchor.end - min(_DAY, anchor.end - anchor.start)) + _DAY
+        while day.weekday() != wd:
+            day += _DAY
+    return _day(day)
 
 
 def _narrow(iv: Interval, how: str) -> Interval | None:
@@ -1164,7 +1207,8 @@ def _offset(anchor: Interval, unit: str, lo: int, hi: int, before: bool) -> Inte
 _RANGE_SEP_RE = re.compile(r"\s*(?P<sep>to|until|till|through|thru|and|-|–|—)\s*$", re.I)
 _RANGE_OPEN_RE = re.compile(r"\b(?P<w>from|between)\s+$", re.I)
 _BOUND_RE = re.compile(
-    r"\b(?P<b>ever\s+since|since|before|prior\s+to|after|until|till|up\s+until|up\s+to)\s+$",
+    r"\b(?P<b>ever\s+since|since|before|prior\s+to|after|until|till|up\s+until|up\s+to"
+    r"|as\s+of|by)\s+$",
     re.I,
 )
 
@@ -1185,15 +1229,42 @@ def _compose(items: list[_Item], ctx: _Ctx) -> list[_Item]:
     for it in items:
         if it.interval is None:
             continue
-        m = _NARROW_RE.search(ctx.before(it.start, 40))
+        prefix = ctx.before(it.start, 40)
+        m = _NARROW_RE.search(prefix)
         if m:
             how = m["part"] or m["pos"]
             iv = _narrow(it.interval, how)
             if iv is not None:
-                out.append(
-                    _Item(it.start - (len(ctx.before(it.start, 40)) - m.start()), it.end, iv)
-                )
+                out.append(_Item(it.start - (len(prefix) - m.start()), it.end, iv))
+            continue
+        m = _NARROW_N_RE.search(prefix)
+        if m:
+            lo, _hi = _num_range(m["n"])
+            edge = "first" if m["edge"].lower() == "first" else "last"
+            iv = _edge_of(it.interval, edge, m["unit"].lower(), lo)
+            if iv is not None:
+                out.append(_Item(it.start - (len(prefix) - m.start()), it.end, iv))
     items = _resolve_overlaps(out)
+
+    # the Monday before July 24, 2023: a weekday told against a date
+    out = []
+    i = 0
+    while i < len(items):
+        a = items[i]
+        b = items[i + 1] if i + 1 < len(items) else None
+        if b is not None and a.interval is not None and b.interval is not None:
+            m = _WEEKDAY_OF_RE.match(text[a.start : b.start])
+            if m:
+                before = m["dir"].lower() in ("before", "prior to")
+                iv = _weekday_near(b.interval, _WEEKDAYS.index(m["wd"].lower()), before)
+                out.append(_Item(a.start, b.end, iv))
+                i += 2
+                continue
+        if a.interval is not None and a.interval.granularity == "weekday-of":
+            a = _Item(a.start, a.end, None)  # against an event: no date to tell
+        out.append(a)
+        i += 1
+    items = out
 
     # from A to B, between A and B, A - B
     merged: list[_Item] = []
@@ -1404,18 +1475,60 @@ def resolve(expression: str, reference: datetime) -> Interval | None:
     return replace(_day(dt), text=expr)
 
 
+# How surely each kind of expression is read (`reading_confidence`).
+_SURE_DATE = 1.0  # a day with its year: "4 February 2023", "the Monday before July 24, 2023"
+_SURE_SPAN = 0.9  # a month, a year, a span with its year: "August 2023", "2022"
+_RELATIVE = 0.8  # against the reference: "last week", "yesterday", "two days ago"
+_OPEN = 0.7  # one side only: "before June 2023", "as of December 2023"
+_YEARLESS = 0.5  # a month, a weekday or a season whose year is guessed: "in June"
+_VAGUE = 0.3  # "recently", "lately", "the other day"
+_HAS_YEAR = re.compile(rf"\b{_YEAR}\b|['’]\d\d\b")
+_RELATIVE_RE = re.compile(
+    r"\b(?:last|next|this|past|coming|ago|yesterday|today|tomorrow|tonight|earlier|later"
+    r"|previous|following)\b",
+    re.I,
+)
+
+
+def reading_confidence(interval: Interval) -> float:
+    """How surely the expression behind `interval` was read, 0..1: an explicit date
+    surely, a relative one well, a guessed year or an open side less, "recently"
+    hardly. From its text and granularity alone."""
+    text = interval.text
+    if interval.granularity == "vague":
+        return _VAGUE
+    if interval.is_open:
+        return _OPEN
+    if _HAS_YEAR.search(text):
+        return _SURE_DATE if interval.duration <= 2 * _DAY else _SURE_SPAN
+    if _RELATIVE_RE.search(text):
+        return _RELATIVE
+    return _YEARLESS
+
+
 def query_interval(query: str, reference: datetime) -> Interval | None:
-    """The interval a recall query asks about, or None when it names no time.
+    """The interval a recall query asks about, or None when it names no time, with
+    its `confidence` (`reading_confidence`).
 
     None too when the query's time hangs on an event ("two weeks before the
     wedding"): the temporal channel then stays silent instead of guessing.
-    Several expressions give the span covering them all.
+    A vague word beside an explicit time gives way to it ("recently on 4
+    February, 2023" is 4 February). Several expressions give the span covering
+    them all, read as surely as the least sure of them.
     """
     ref = naive_utc(reference)
     items = list(_scan_cached(query, ref, False))
     if not items or any(it.interval is None for it in items):
         return None
-    return _hull(items, query)
+    plain = [it for it in items if it.interval.granularity != "vague"]
+    items = plain or items
+    hull = _hull(items, query)
+    if hull is None:
+        return None
+    confidence = min(reading_confidence(it.interval) for it in items)
+    if len(items) > 1:
+        confidence = min(confidence, _SURE_SPAN)
+    return replace(hull, confidence=confidence)
 
 
 _SESSION_RE = re.compile(

@@ -55,7 +55,7 @@ from app.unit_model import fmt_time
 from core import Kind, Network, UnitStatus
 
 if TYPE_CHECKING:
-    from core import Bank, Change, Entity, Unit
+    from core import Bank, Change, Entity, MergeHint, Unit
 
 Index = QModelIndex | QPersistentModelIndex
 EntityRole = Qt.ItemDataRole.UserRole + 1
@@ -192,6 +192,8 @@ class EntitiesPane(Pane):
         # The entity an action was about: the list selects it again when it reloads.
         self._keep_id: str | None = None
         self.units: list[Unit] = []
+        # Pairs that may be one entity (Bank.merge_hints): shown, never applied.
+        self.hints: list[MergeHint] = []
         self.model = EntityTableModel(self)
         self.proxy = EntityFilter(self)
         self.proxy.setSourceModel(self.model)
@@ -232,6 +234,8 @@ class EntitiesPane(Pane):
         self.show_retracted.toggled.connect(lambda *_: self.refresh())
 
         self.count_label = muted_label()
+        self.count_label.setTextFormat(Qt.TextFormat.RichText)
+        self.count_label.linkActivated.connect(self._next_hint)
         self.empty = self.no_bank_label(empty_label())
         self.empty.setObjectName("empty-state")
         self.stack = QStackedWidget()
@@ -242,6 +246,13 @@ class EntitiesPane(Pane):
         self.heading.setProperty("role", "heading")
         self.heading.setWordWrap(True)
         self.info = muted_label()
+        # "May be the same as …" for the selected entity, with a link to review it.
+        self.hint_label = QLabel()
+        self.hint_label.setObjectName("merge-hint")
+        self.hint_label.setWordWrap(True)
+        self.hint_label.setTextFormat(Qt.TextFormat.RichText)
+        self.hint_label.linkActivated.connect(self._review_hint)
+        self.hint_label.hide()
         self.facts = QTextBrowser()
         self.facts.setObjectName("entity-facts")
         self.facts.setOpenLinks(False)
@@ -265,7 +276,9 @@ class EntitiesPane(Pane):
         for b in self.entity_buttons:
             buttons.addWidget(b)
         buttons.addStretch(1)
-        self.detail = detail = detail_column(self.heading, self.info, buttons, body=self.facts)
+        self.detail = detail = detail_column(
+            self.heading, self.info, self.hint_label, buttons, body=self.facts
+        )
 
         left = QWidget()
         lv = QVBoxLayout(left)
@@ -320,7 +333,7 @@ class EntitiesPane(Pane):
             return
         retracted = self.show_retracted.isChecked()
         self.state.runner.run_query(
-            lambda: list(bank.entities(include_retracted=retracted)),
+            lambda: (list(bank.entities(include_retracted=retracted)), bank.merge_hints()),
             self._loaded,
             key=bank,
             latest=(self, "list"),
@@ -333,11 +346,19 @@ class EntitiesPane(Pane):
 
     # -- list ----------------------------------------------------------------
 
-    def _loaded(self, entities: list[Entity]) -> None:
+    def _loaded(self, loaded: tuple[list[Entity], list[MergeHint]]) -> None:
+        entities, self.hints = loaded
         current = self.current_entity()
         keep = self._keep_id or (current.id if current is not None else None)
         self.model.set_entities(entities)
-        self.count_label.setText(f"{len(entities):,} entities")
+        count = f"{len(entities):,} entities"
+        if self.hints:
+            n = len(self.hints)
+            count += (
+                f' · <a href="hint">{n} possible duplicate{"" if n == 1 else "s"}</a>'
+                " (merge hints: nothing is merged unless you do)"
+            )
+        self.count_label.setText(count)
         if not entities:
             self._empty(
                 "No entities yet — ingest a conversation with <b>Ctrl+I</b>.<br>"
@@ -355,6 +376,53 @@ class EntitiesPane(Pane):
         self.table.selectRow(max(row, 0))
         # The same row may hold an entity that changed (retracted, renamed): show it anew.
         self._show_current()
+
+    def hints_for(self, entity_id: str) -> list[MergeHint]:
+        return [h for h in self.hints if entity_id in (h.source_id, h.target_id)]
+
+    def _next_hint(self, _link: str = "") -> None:
+        """Select the entity of the next hint after the current one."""
+        if not self.hints:
+            return
+        current = self.current_entity()
+        ids = [h.source_id for h in self.hints]
+        at = ids.index(current.id) + 1 if current is not None and current.id in ids else 0
+        hint = self.hints[at % len(self.hints)]
+        self.select_entity_id(hint.source_id)
+
+    def select_entity_id(self, entity_id: str) -> bool:
+        for row in range(self.proxy.rowCount()):
+            e = self.proxy.index(row, 0).data(EntityRole)
+            if e is not None and e.id == entity_id:
+                self.table.selectRow(row)
+                return True
+        return False
+
+    def _show_hints(self, entity: Entity | None) -> None:
+        hints = self.hints_for(entity.id) if entity is not None else []
+        if not hints:
+            self.hint_label.hide()
+            return
+        lines = []
+        for n, h in enumerate(hints):
+            other = h.target_name if h.source_id == entity.id else h.source_name
+            lines.append(
+                f"May be the same as <b>{html.escape(other)}</b>: {html.escape(h.reason)}."
+                f' <a href="{n}">Review merge…</a>'
+            )
+        self.hint_label.setText("<br>".join(lines))
+        self.hint_label.show()
+
+    def _review_hint(self, link: str) -> None:
+        entity = self.current_entity()
+        hints = self.hints_for(entity.id) if entity is not None else []
+        if not link.isdigit() or int(link) >= len(hints):
+            return
+        hint = hints[int(link)]
+        by_id = {e.id: e for e in self.model.entities}
+        source, target = by_id.get(hint.source_id), by_id.get(hint.target_id)
+        if source is not None and target is not None:
+            self.ask_merge(target=target, source=source)
 
     def _empty(self, text: str) -> None:
         self.empty.setText(text)
@@ -409,6 +477,7 @@ class EntitiesPane(Pane):
     def _show_entity(self, entity: Entity | None, units: list[Unit] | None) -> None:
         self.units = units or []
         self._update_buttons(entity)
+        self._show_hints(entity)
         self.detail.setVisible(entity is not None)  # nothing to show: the list takes the room
         if entity is None:
             self.heading.setText("")

@@ -147,6 +147,8 @@ def trace_view(trace: RecallTrace | Mapping[str, Any]) -> TraceView:
             parts.append(f"{channel.ms:.0f} ms")
         if channel.note:
             parts.append(channel.note)
+        if name == "temporal" and trace.interval is not None:
+            parts.append(f"window {trace.interval.describe()}")
         view.channel_notes[name] = " · ".join(parts)
     view.reranker = trace.rerank.name
     rerank_scores = {r.id: r.score for r in trace.rerank.scores}
@@ -749,6 +751,8 @@ class RecallDebuggerPane(Pane):
             parts.append(
                 f"reference time {reference.isoformat()[:16]} ({result.trace.reference_source})"
             )
+        interval = result.trace.interval
+        parts.append(f"time window {interval.describe()}" if interval else "no time window")
         parts += view.notes
         self.status.setText(" · ".join(parts))
 

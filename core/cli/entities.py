@@ -1,4 +1,5 @@
-"""`engram entities BANK`: the bank's entities, most mentioned first."""
+"""`engram entities BANK`: the bank's entities, most mentioned first; `--hints`:
+the pairs that may be one entity, with why (nothing is merged)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,40 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--type", help="only this entity type (person, place, …)")
     p.add_argument("--retracted", action="store_true", help="include retracted entities")
     p.add_argument("--limit", type=count_arg(), default=100, help="at most this many (0: all)")
+    p.add_argument(
+        "--hints",
+        action="store_true",
+        help="list pairs of entities that may be one (merge hints), not the entities",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=list_entities)
 
 
+def list_hints(args, bank) -> int:
+    hints = bank.merge_hints()
+    total = len(hints)
+    if args.limit > 0:
+        hints = hints[: args.limit]
+    if args.json:
+        print_json(hints)
+        return 0
+    for h in hints:
+        print(f"{h.score:.2f}  {h.source_name}  →  {h.target_name}    {h.reason}")
+    if hints:
+        first = hints[0]
+        print(
+            f"-- {total} merge hint{'' if total == 1 else 's'}; nothing was merged. To merge one:"
+            f' engram merge "{args.bank}" "{first.source_name}" "{first.target_name}"'
+        )
+    else:
+        print("-- no merge hints: no two entities look like one")
+    return 0
+
+
 def list_entities(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
+    if args.hints:
+        return list_hints(args, bank)
     entities = bank.entities(include_retracted=args.retracted)
     if args.search:
         needle = args.search.casefold()

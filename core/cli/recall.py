@@ -115,6 +115,12 @@ def run_recall(args, engine: Engine) -> int:
     return 0
 
 
+def window_text(trace: RecallTrace) -> str:
+    if trace.interval is None:
+        return "none: the query names no time"
+    return trace.interval.describe()
+
+
 def trace_summary(trace: RecallTrace) -> str:
     """A few lines about how recall chose: what each channel found, what fusion,
     rerank and packing did, and where the time went (the whole trace: --trace FILE)."""
@@ -140,6 +146,7 @@ def trace_summary(trace: RecallTrace) -> str:
         lines.append(
             f"   time     reference {trace.reference_time.isoformat()} ({trace.reference_source})"
         )
+    lines.append(f"   window   {window_text(trace)}")
     timings = trace.timings_ms
     slow = sorted(
         ((k, v) for k, v in timings.items() if not k.startswith("total")), key=lambda kv: -kv[1]

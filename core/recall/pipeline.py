@@ -224,7 +224,7 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
     retrieved = _retrieve(bank, request, semantic_query, trace)
 
     t0 = time.perf_counter()
-    fused = _fuse(bank.store, request, retrieved.results, who, trace)
+    fused = _fuse(bank.store, request, retrieved.results, who, trace, retrieved.interval)
     timings["fusion"] = _ms(t0)
     if not fused:
         trace.notes.append("no channel returned anything")
@@ -380,7 +380,10 @@ def _retrieve(
         else:
             out.interval = interval
             trace.interval = QueryInterval(
-                interval.start, interval.end, getattr(interval, "text", "")
+                interval.start,
+                interval.end,
+                getattr(interval, "text", ""),
+                float(getattr(interval, "confidence", 1.0)),
             )
             results["temporal"] = ch.temporal(
                 store,
@@ -418,13 +421,17 @@ def _fuse(
     results: Mapping[str, ch.ChannelResult],
     who: focus.Speakers,
     trace: RecallTrace,
+    interval: Any = None,
 ) -> list[Fused]:
-    """Reciprocal rank fusion of the channels that ran, then speaker focus."""
+    """Reciprocal rank fusion of the channels that ran, then speaker focus. The
+    temporal channel votes as surely as the query's time was read."""
     cfg = request.cfg
+    weights = {name: float(cfg[f"recall.weight_{name}"]) for name in CHANNELS}
+    weights["temporal"] *= float(getattr(interval, "confidence", 1.0)) if interval else 1.0
     fused = rrf(
         {name: results[name].ids for name in CHANNELS if name in results and results[name].ran},
         k=float(cfg["recall.rrf_k"]),
-        weights={name: float(cfg[f"recall.weight_{name}"]) for name in CHANNELS},
+        weights=weights,
     )
     factor = 1.0 + float(cfg["recall.speaker_focus"])
     if factor != 1.0 and who.focused:
@@ -468,6 +475,7 @@ def _rerank(
         now=request.reference,
         interval_start=interval.start if interval is not None else None,
         interval_end=interval.end if interval is not None else None,
+        interval_confidence=float(getattr(interval, "confidence", 1.0)) if interval else 1.0,
     )
     ranker = request.ranker
     scores = ranker.score(request.query[:MAX_RERANK_CHARS], candidates, context)

@@ -45,6 +45,8 @@ class RerankContext:
     now: datetime
     interval_start: datetime | None = None
     interval_end: datetime | None = None
+    # How surely the query's time was read (core.timeparse.reading_confidence).
+    interval_confidence: float = 1.0
 
 
 @runtime_checkable
@@ -69,13 +71,15 @@ class FusionOrder:
 
 @dataclass
 class HeuristicReranker:
-    """score = fused + time_weight · proximity + recency_weight · recency
+    """score = fused + time_weight · c · proximity + recency_weight · recency
 
     - fused: the RRF score divided by the best RRF score of this recall (so in
       (0, 1], the top candidate 1);
     - proximity: when the query names a time, how close the fact's occurrence
       is to it (midpoint proximity, 1 at the same midpoint, 0.5 at the edge of
-      the interval, 0 outside); 0 when the query names no time;
+      the interval, 0 outside); 0 when the query names no time; c is how
+      surely the time was read (1 for "4 February 2023", 0.3 for "recently"),
+      so a guessed window moves facts less;
     - recency: 0.5 ** (age / half_life) with age = now − the fact's occurrence
       end (else start, else mention time); 0 for undated facts.
 
@@ -110,7 +114,9 @@ class HeuristicReranker:
         for candidate in candidates:
             f = self.features(candidate, context, top)
             scores.append(
-                f["fused"] + self.time_weight * f["proximity"] + self.recency_weight * f["recency"]
+                f["fused"]
+                + self.time_weight * context.interval_confidence * f["proximity"]
+                + self.recency_weight * f["recency"]
             )
         return scores
 

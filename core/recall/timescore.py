@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from core.timeparse import OPEN_END, OPEN_START
+
 DAY = 86400.0
+# How fast proximity to the named side of an open interval falls: half at this gap.
+OPEN_SCALE = 30 * DAY
 
 
 def overlaps(
@@ -28,6 +32,12 @@ def interval_proximity(
     if not overlaps(start, end, q_start, q_end):
         return 0.0
     end = end or start
+    if q_start <= OPEN_START or q_end >= OPEN_END:
+        # One side open ("as of December 2023", "since May"): near the bound that
+        # was named is best, the state then; a month away counts half.
+        bound, at = (q_end, end) if q_start <= OPEN_START else (q_start, start)
+        gap = abs((bound - at).total_seconds())
+        return 1.0 / (1.0 + gap / OPEN_SCALE)
     q_half = (q_end - q_start) / 2
     u_half = (end - start) / 2
     gap = abs(((start + u_half) - (q_start + q_half)).total_seconds())

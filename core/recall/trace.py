@@ -8,7 +8,7 @@ but `focus`, lists may be empty):
 
     version, query, query_chars, budget, level, candidates_per_channel,
     networks, filters {start, end}, now, reference_time, reference_source,
-    interval {start, end, text} | None, settings {recall.*: value},
+    interval {start, end, text, confidence} | None, settings {recall.*: value},
     channels_requested [name], speakers_named [name], semantic_query (the text
     embedded: the query without the speakers it names, see focus.py),
     channels {name: {ran, ids, scores, ms, note, ...}}   ranked ids + raw scores
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from core.recall.fusion import Fused
@@ -101,6 +101,23 @@ class QueryInterval:
     start: datetime | None
     end: datetime | None
     text: str = ""
+    confidence: float = 1.0  # how surely it was read (core.timeparse.reading_confidence)
+
+    def describe(self) -> str:
+        """ "2023-08-18 to 2023-08-31 (read from 'the last two weeks of August 2023',
+        confidence 0.90)": the window, its open side, and how surely it was read."""
+        if self.start is None or self.end is None:
+            return f"unread ({self.text!r})"
+        last = self.end - timedelta(microseconds=1)
+        if self.start.year <= 1900:
+            span = f"up to {last:%Y-%m-%d}"
+        elif self.end.year >= 2100:
+            span = f"from {self.start:%Y-%m-%d}"
+        elif self.start.date() == last.date():
+            span = f"{self.start:%Y-%m-%d}"
+        else:
+            span = f"{self.start:%Y-%m-%d} to {last:%Y-%m-%d}"
+        return f"{span} (read from {self.text!r}, confidence {self.confidence:.2f})"
 
 
 @dataclass(frozen=True)
@@ -218,7 +235,12 @@ class RecallTrace:
             "reference_source": self.reference_source,
             "interval": None
             if interval is None
-            else {"start": iso(interval.start), "end": iso(interval.end), "text": interval.text},
+            else {
+                "start": iso(interval.start),
+                "end": iso(interval.end),
+                "text": interval.text,
+                "confidence": interval.confidence,
+            },
             "settings": dict(self.settings),
             "channels_requested": list(self.channels_requested),
             "speakers_named": list(self.speakers_named),
@@ -282,7 +304,10 @@ class RecallTrace:
             interval=None
             if not interval
             else QueryInterval(
-                _time(interval.get("start")), _time(interval.get("end")), interval.get("text", "")
+                _time(interval.get("start")),
+                _time(interval.get("end")),
+                interval.get("text", ""),
+                float(interval.get("confidence", 1.0)),
             ),
             settings=dict(data.get("settings") or {}),
             channels_requested=[str(c) for c in data.get("channels_requested", [])],

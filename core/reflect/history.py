@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 _EVENT_COLUMNS = (
     "id, opinion_id, happened_at, relation, confidence_before, confidence_after,"
-    " evidence_id, reason, old_text, new_text"
+    " evidence_id, reason, old_text, new_text, strength, independence"
 )
 _ASSESSMENTS = {r.value for r in Relation}
 
@@ -116,7 +116,7 @@ def replay(events: Sequence[OpinionEvent], alpha: float) -> list[float]:
         if confidence is None or event.relation == FORMED or event.relation not in _ASSESSMENTS:
             confidence = float(event.confidence_after)
         else:
-            confidence = apply_evidence(confidence, event.relation, alpha)
+            confidence = apply_evidence(confidence, event.relation, alpha, event.weight)
         out.append(confidence)
     return out
 

@@ -14,6 +14,7 @@ from datetime import datetime
 import duckdb
 
 from core.retain.extract import EntityMention, Exchange, ExtractedFact, pieces_of
+from core.retain.networks import BankAgent, file_fact
 from core.retain.report import ChunkFailure
 from core.types import MAX_UNIT_CHARS, Document, ExtractionMode, Network, Turn
 
@@ -57,7 +58,11 @@ def clean_fact(
     chunk_turns: tuple[str, ...],
     base: int,
     when: datetime | None = None,
+    agent: BankAgent | None = None,
 ) -> Fact | None:
+    """The fact made safe to store, or None when it has no text. Its network is
+    the one `networks.file_fact` allows: only `agent`'s own opinions and
+    experience stay so; anyone else's are world facts."""
     text = " ".join(str(fact.text or "").split())[:MAX_UNIT_CHARS]
     if not text:
         return None
@@ -69,6 +74,8 @@ def clean_fact(
         network = Network.WORLD
     # A model may cite turns that do not exist: only the document's own ids count.
     sources = tuple(dict.fromkeys(s for s in fact.source_ids if s in turns)) or chunk_turns
+    speakers = tuple(dict.fromkeys(turns[s].speaker for s in sources if s in turns))
+    network = file_fact(network, speakers, agent or BankAgent())
     confidence = None
     if network is Network.OPINION:
         c = fact.confidence if fact.confidence is not None else 0.5
@@ -76,7 +83,6 @@ def clean_fact(
     start, end = fact.occurred_start, fact.occurred_end
     if start is not None and end is not None and end < start:
         start, end = end, start
-    speakers = tuple(dict.fromkeys(turns[s].speaker for s in sources if s in turns))
     causal = tuple(
         (base + c.target_index, c.relation, float(c.strength))
         for c in fact.causal

@@ -32,6 +32,7 @@ from datetime import datetime, timedelta
 
 from core.retain.extract import EntityMention, Exchange, ExtractedFact
 from core.retain.grounding import Vocabulary, repair_names, support
+from core.retain.networks import BankAgent
 from core.retain.statements import split_turn
 from core.timeparse import find_time_expressions
 from core.types import Network
@@ -114,6 +115,7 @@ def check_facts(
     known_entities: Sequence[str] = (),
 ) -> CheckedFacts:
     agent = agent_name.strip()
+    owner = BankAgent(agent)
     by_id = {t.id: t for t in exchange.turns}
     speakers = list(dict.fromkeys(t.speaker for t in exchange.turns))
     people = [*speakers, *([agent] if agent and agent not in speakers else [])]
@@ -169,7 +171,9 @@ def check_facts(
 
         # 4. Who spoke decides the network.
         network, confidence = fact.network, fact.confidence
-        agent_spoke = bool(agent) and agent in source_speakers
+        # The agent's own voice (networks.BankAgent: its turns, or a note without
+        # a speaker), as rules mode and clean_fact decide it too.
+        agent_spoke = any(owner.owns(speaker) for speaker in source_speakers)
         actor = _first_name(text, people)
         if network is Network.EXPERIENCE:
             if agent_spoke and actor is not None and actor != agent:

@@ -41,6 +41,7 @@ from core.retain.extract import (
 )
 from core.retain.facts import MAX_UNIT_CHARS
 from core.retain.llm_checks import CheckedFacts, check_facts
+from core.retain.networks import BankAgent, network_guide
 from core.retain.statements import split_turn
 from core.text import clean_name, clean_text
 from core.timeparse import naive_utc, resolve
@@ -161,7 +162,7 @@ _EXAMPLE_FACTS: list[dict[str, Any]] = [
         "confidence": None,
     },
     {
-        "text": "Sam told Priya on 14 March 2021 that greyhounds need two walks a day.",
+        "text": "I told Priya on 14 March 2021 that greyhounds need two walks a day.",
         "network": "experience",
         "occurred_start": "2021-03-14",
         "occurred_end": "2021-03-15",
@@ -171,7 +172,7 @@ _EXAMPLE_FACTS: list[dict[str, Any]] = [
         "confidence": None,
     },
     {
-        "text": "Sam is sure that greyhounds make gentle pets.",
+        "text": "I am sure that greyhounds make gentle pets.",
         "network": "opinion",
         "occurred_start": None,
         "occurred_end": None,
@@ -198,13 +199,11 @@ def build_system_prompt(agent_name: str) -> str:
     if agent:
         who = (
             f'The agent whose memory this is is "{agent}". In {agent}\'s own turns "I" means '
-            f"{agent}: what {agent} did, said, saw or felt is experience."
+            f"{agent}: what {agent} did, said, saw or felt is experience, and only what "
+            f"{agent} believes is opinion."
         )
     else:
-        who = (
-            "None of the speakers is the agent whose memory this is: record what they say "
-            "as world facts or opinions, never as experience."
-        )
+        who = "None of the speakers is the agent whose memory this is."
     example = json.dumps({"facts": _EXAMPLE_FACTS}, ensure_ascii=False)
     return (
         "You turn a conversation into facts for an AI agent's long-term memory.\n"
@@ -215,10 +214,7 @@ def build_system_prompt(agent_name: str) -> str:
         "did or said what, when, where and why. Use names instead of I, you, he, she or they. "
         "Keep the specifics word for word: names, numbers, titles, places, image descriptions.\n\n"
         "network, one of:\n"
-        "- world: objective facts about people, places and things in the world.\n"
-        "- experience: the agent's own first-person history (only the agent's own turns).\n"
-        "- opinion: a belief, judgement or preference; confidence is how strongly it is held, "
-        "0 to 1 (certain 0.9, sure 0.8, think 0.6, maybe 0.4). Other facts have confidence null.\n"
+        f"{network_guide(BankAgent(agent))}\n"
         "Never use observation: observations are written later, not extracted.\n\n"
         "Time: resolve relative expressions (yesterday, last week, next month, in June) against "
         "the session date given with the exchange. occurred_start and occurred_end are ISO "

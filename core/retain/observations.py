@@ -7,14 +7,18 @@ end of `engram ingest`):
 
 - the entity's world and experience facts (never opinions) are gathered;
 - `rules`: an extractive third-person profile of at most `PROFILE_MAX_TOKENS`
-  tokens — a head line (type, number of facts, dates), then the entity's
-  facts with their dates, one per stretch of time, those the entity is the
-  subject of first; rebuilt from the facts whenever they change;
-- `llm`: a short third-person summary by the model, no opinions (falls back
-  to the rules profile when the model gives no usable answer);
+  tokens — a head line (type, number of facts, dates), then the entity's most
+  important facts (`importance`: lasting states, life events, the people and
+  things of its life, subjects it comes back to on many days; not an image
+  shared or a mood) with their dates, in time order; rebuilt from the facts
+  whenever they change;
+- `llm`: a short third-person summary by the model of the most important
+  facts, no opinions (falls back to the rules profile when the model gives no
+  usable answer);
 - the result is the entity's one OBSERVATION unit, replaced in place on
   regeneration (same id), mentioning the entity, with `source_ids` the union
-  of its facts' sources and one `observation_sources` row per fact.
+  of the sources of the facts it was written from and one
+  `observation_sources` row per such fact: its true provenance.
 
 Jobs run in batches, each batch one transaction; a job whose entity has no
 facts left (or is retracted) removes the observation.
@@ -22,6 +26,7 @@ facts left (or is retracted) removes the observation.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +38,7 @@ import numpy as np
 
 from core import tags as tagging
 from core.progress import CancelToken, Progress, check, report
+from core.retain.opinions import name_stems, topic_stems
 from core.retain.rules import day_text, rewrite_pronouns
 from core.store.bank_store import Tx, utcnow
 from core.store.units import delete_units, get_units, insert_mentions, insert_units
@@ -56,7 +62,7 @@ QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 MAX_OBSERVATION_CHARS = 4000
 # A rules profile stays this short (tokens): one entity must not crowd a recall
 # budget, and a profile is a summary, not the entity's facts again.
-PROFILE_MAX_TOKENS = 120
+PROFILE_MAX_TOKENS = 150
 # Facts given to the model for one summary.
 LLM_MAX_FACTS = 40
 # Jobs written per transaction (their profiles are embedded together).
@@ -144,14 +150,25 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?", ")", "]", '"')) else text + "."
 
 
-def _spread(units: Sequence[Unit], limit: int) -> list[Unit]:
-    """At most `limit` units spread evenly over the sequence (its ends kept)."""
-    if len(units) <= limit:
-        return list(units)
-    if limit <= 1:
-        return [units[-1]]
-    step = (len(units) - 1) / (limit - 1)
-    return [units[round(k * step)] for k in range(limit)]
+_DATE_LABEL = re.compile(r"\s*\(([^()]*\d{4})\)\s*[.!?]?\s*$")
+_FIRST_SENTENCE = re.compile(r"^(.+?[.!?;])(?=\s+[A-Z(])")
+# A first sentence this short (words) does not carry the fact alone.
+GIST_MIN_WORDS = 6
+
+
+def _gist(text: str, fact: Unit) -> str:
+    """The fact's first sentence with its date: a profile states each fact once,
+    briefly ("Ann adopted a greyhound (March 2021)."), and the rest is in the fact."""
+    label = _DATE_LABEL.search(text)
+    body = text[: label.start()] if label else text
+    first = _FIRST_SENTENCE.match(body.strip())
+    if first and len(first.group(1).split()) >= GIST_MIN_WORDS:
+        body = first.group(1).rstrip(".!?; ")
+    body = body.strip().rstrip(".!?; ")
+    when = label.group(1) if label else ""
+    if not when and (fact.occurred_start or fact.mentioned_at):
+        when = day_text(fact.occurred_start or fact.mentioned_at)
+    return f"{body} ({when})." if when else f"{body}."
 
 
 def _approx_tokens(text: str) -> int:
@@ -161,15 +178,17 @@ def _approx_tokens(text: str) -> int:
 
 
 _QUOTED_BY = re.compile(r"^[^:]{1,60}\b(?:said|asked|answered):")
+# Reported speech: what the entity said or thinks, not what is so of it.
+_REPORTED = re.compile(r"^[^,;:]{1,60}?\b(?:said that|thinks|told|asked|suggested|thanked)\b")
 
 
 def _about(fact: Unit, name: str) -> int:
     """How much a fact tells about the entity: 3 when it is the subject of a
     narrative fact ("Ann went …"), 2 when the fact is its own words ("Ann said:
-    …"), 1 when it only names it, else 0."""
+    …", "Ann thinks …"), 1 when it only names it, else 0."""
     text = fact.text.lstrip()
     if text.startswith(name):
-        return 2 if _QUOTED_BY.match(text) else 3
+        return 2 if _QUOTED_BY.match(text) or _REPORTED.match(text) else 3
     return 1 if re.search(rf"\b{re.escape(name)}\b", text) else 0
 
 
@@ -178,7 +197,72 @@ def _informative(fact: Unit) -> int:
     return min(len(re.findall(r"\w{4,}", fact.text)), 12) // 5
 
 
-_FRAME = frozenset({"said", "asked", "answered", "shared"})
+# What makes a fact worth a profile (English grammar and the common words of a
+# life, nothing fitted to a conversation): a lasting state of the entity ("Ann
+# teaches yoga", "Ann is a nurse", "Ann has two cats"), a major life event
+# ("Ann's father passed away", "Ann moved to Lisbon"), the people and things of
+# its life ("Ann's husband", "Ann's dog"); against it, a passing moment (an
+# image shared, a question asked, a feeling of the day).
+_LASTING = re.compile(
+    r"\b(?:is|are)\s+(?:a|an|the)\s|\b(?:works?|lives?|teach(?:es)?|has|have|owns?|stud(?:y|ies)"
+    r"|plays?|volunteers?|runs?|leads?|manages?|builds?|writes?|paints?|loves?|likes?|prefers?"
+    r"|enjoys?|belongs?|collects?|practi[cs]es?|trains?|coaches?)\b|\b(?:always|every|usually"
+    r"|years?)\b",
+    re.IGNORECASE,
+)
+_LIFE_EVENT = re.compile(
+    r"\b(?:born|birth|died|death|passed\s+away|passed|funeral|married|marriage|wedding|divorc\w*"
+    r"|engaged|pregnan\w*|adopt\w*|graduat\w*|moved|relocat\w*|hired|promot\w*|retir\w*"
+    r"|new\s+job|internship|diagnos\w*|surgery|accident|broke\s+up|lost\s+(?:his|her|their|my)"
+    r"|signed|launched|founded|started)\b",
+    re.IGNORECASE,
+)
+_KIN = re.compile(
+    r"['’]s\s+(?:(?:\w+\s+)?(?:husband|wife|partner|kids?|children|son|daughter|mom|mum|mother"
+    r"|dad|father|parents|brother|sister|family|grand\w+|dogs?|cats?|pets?|job|home|house|team"
+    r"|boss|friends?))\b",
+    re.IGNORECASE,
+)
+_PASSING = re.compile(r"\bshared\s+(?:a|an)\b|\bshared\s+an\s+image\b|\b(?:today|tonight)\b", re.I)
+_MOOD = re.compile(
+    r"\b(?:excited|happy|glad|thrilled|stoked|proud|grateful|thankful|awesome|amazing|great)\b",
+    re.I,
+)
+
+
+def importance(facts: Sequence[Unit], name: str) -> list[float]:
+    """How much each fact is worth in a profile of `name`: about the entity, lasting
+    or a life event, and on a subject the entity's facts come back to on many days
+    (what recurs is what lasts), less a passing moment."""
+    day = [
+        (f.occurred_start or f.mentioned_at).date()
+        if (f.occurred_start or f.mentioned_at)
+        else None
+        for f in facts
+    ]
+    names = name_stems(frozenset({name.casefold()}))
+    stems = [topic_stems(f.text) - names for f in facts]
+    days: dict[str, set] = {}
+    for fact_stems, d in zip(stems, day, strict=True):
+        for stem in fact_stems:
+            days.setdefault(stem, set()).add(d)
+    out = []
+    for fact, fact_stems in zip(facts, stems, strict=True):
+        text = fact.text
+        about = _about(fact, name)
+        recur = max((len(days[s]) for s in fact_stems), default=1)
+        score = 2.0 * about + min(4.0, math.log2(recur)) + _informative(fact)
+        score += 2.0 * bool(_LASTING.search(text)) + 3.0 * bool(_LIFE_EVENT.search(text))
+        score += 1.0 * bool(_KIN.search(text))
+        score -= 3.0 * bool(_PASSING.search(text))
+        score -= 2.0 * bool(_REPORTED.match(text))  # what they thought of a moment
+        if _MOOD.search(text) and len(fact_stems) <= 3:
+            score -= 2.0  # "Deborah is really excited!": a mood, not a trait
+        out.append(score)
+    return out
+
+
+_FRAME = frozenset({"said", "asked", "answered", "shared", "thinks", "that"})
 
 
 def _similar(a: str, b: str, name: str) -> bool:
@@ -190,21 +274,29 @@ def _similar(a: str, b: str, name: str) -> bool:
     return bool(wa and wb) and len(wa & wb) / min(len(wa), len(wb)) > 0.6
 
 
-def rules_profile(
+@dataclass(frozen=True)
+class Composed:
+    """A rules profile and the facts it quotes (its true sources)."""
+
+    text: str
+    used: tuple[Unit, ...]
+
+
+def compose_profile(
     entity: Entity,
     facts: Sequence[Unit],
     agent_name: str = "",
     limit: int = 12,
     max_tokens: int = PROFILE_MAX_TOKENS,
     count_tokens: Callable[[str], int] | None = None,
-) -> str:
-    """A bounded third-person profile of an entity from its facts (oldest first).
+) -> Composed:
+    """A bounded third-person profile of an entity from its facts (oldest first),
+    with the facts it used.
 
     A head line (type, how many facts, over which dates), then up to `limit`
-    facts, each with its date, spread over time: the facts are cut into `limit`
-    stretches of time and each stretch gives its best fact — one the entity is
-    the subject of, then one naming it, then the shortest — while the whole
-    stays within `max_tokens` (the embedder's count when `count_tokens` is given)."""
+    facts, the most important first (`importance`) while the whole stays within
+    `max_tokens` (the embedder's count when `count_tokens` is given), none saying
+    again what another says, written in time order."""
     count = count_tokens or _approx_tokens
     seen: set[str] = set()
     unique: list[Unit] = []
@@ -230,47 +322,68 @@ def rules_profile(
     def line(fact: Unit) -> str:
         speaker = agent_name if fact.network is Network.EXPERIENCE and agent_name else None
         verbatim = fact.extraction_mode is ExtractionMode.VERBATIM
-        return _sentence(third_person(fact.text, speaker, verbatim))
+        return _gist(third_person(fact.text, speaker, verbatim), fact)
 
-    # One stretch of time per slot; each stretch offers its facts best first.
-    slots = max(1, min(limit, len(unique)))
-    bounds = [round(k * len(unique) / slots) for k in range(slots + 1)]
-    anchors = [unique.index(u) for u in _spread(unique, slots)]
-    chosen: list[int] = []
-    lines: dict[int, str] = {}
-    used = count(head)
+    scores = importance(unique, entity.name)
     about = [_about(f, entity.name) for f in unique]
     # Facts that name the entity, when there are any: the profile is about it.
     least = 1 if any(about) else 0
-    for k in range(slots):
-        lo, hi = bounds[k], max(bounds[k + 1], bounds[k] + 1)
-        anchor = min(max(anchors[k], lo), hi - 1)
-        stretch = sorted(
-            range(lo, min(hi, len(unique))),
-            key=lambda i: (-about[i], -_informative(unique[i]), abs(i - anchor)),
-        )
-        for i in stretch:
-            if about[i] < least:
-                break
-            text = line(unique[i])
-            if any(_similar(text, lines[j], entity.name) for j in chosen):
-                continue
-            cost = count(" " + text)
-            if used + cost <= max_tokens:
-                chosen.append(i)
-                lines[i] = text
-                used += cost
-                break
-    body = " ".join(lines[i] for i in sorted(chosen))
+    texts = [line(f) for f in unique]
+    # The most important first; of equals, the shorter (more of them fit).
+    order = sorted(range(len(unique)), key=lambda i: (-scores[i], len(texts[i]), i))
+    chosen: list[int] = []
+    lines: dict[int, str] = {}
+    used = count(head)
+    for i in order:
+        if len(chosen) >= limit:
+            break
+        if about[i] < least:
+            continue
+        text = texts[i]
+        if any(_similar(text, lines[j], entity.name) for j in chosen):
+            continue
+        cost = count(" " + text)
+        if used + cost <= max_tokens:
+            chosen.append(i)
+            lines[i] = text
+            used += cost
+    kept = sorted(chosen)
+    body = " ".join(lines[i] for i in kept)
     text = f"{head} {body}".strip()
-    return text if len(text) <= MAX_OBSERVATION_CHARS else text[: MAX_OBSERVATION_CHARS - 1] + "…"
+    if len(text) > MAX_OBSERVATION_CHARS:
+        text = text[: MAX_OBSERVATION_CHARS - 1] + "…"
+    return Composed(text, tuple(unique[i] for i in kept))
+
+
+def rules_profile(
+    entity: Entity,
+    facts: Sequence[Unit],
+    agent_name: str = "",
+    limit: int = 12,
+    max_tokens: int = PROFILE_MAX_TOKENS,
+    count_tokens: Callable[[str], int] | None = None,
+) -> str:
+    """The text of `compose_profile`."""
+    return compose_profile(entity, facts, agent_name, limit, max_tokens, count_tokens).text
 
 
 OBSERVATION_SYSTEM = (
     "You write neutral profiles for an agent's memory. Given facts that mention one "
     "entity, write a short third-person profile of that entity (2 to 5 sentences): "
+    "the most important lasting facts about it (who or what it is, what it does, the "
+    "major events of its life, the people and things in it), not passing moments; "
     "only what the facts say, no opinions, no speculation, no first person."
 )
+
+
+def profile_facts(entity: Entity, facts: Sequence[Unit], limit: int = LLM_MAX_FACTS) -> list[Unit]:
+    """The `limit` facts most worth a profile (`importance`), in time order: what
+    the model is given to summarise, and so the profile's sources."""
+    if len(facts) <= limit:
+        return list(facts)
+    scores = importance(facts, entity.name)
+    best = sorted(sorted(range(len(facts)), key=lambda i: (-scores[i], i))[:limit])
+    return [facts[i] for i in best]
 
 
 # Of a profile sentence's content words, at least this share must be in its facts.
@@ -283,15 +396,16 @@ def llm_profile(
     facts: Sequence[Unit],
     unsupported: list[tuple[str, str, str]] | None = None,
 ) -> str:
-    """The model's profile of `entity`, only the sentences its facts support (a
-    small model invents: "Maya, a 25-year-old woman with a passion for music");
-    each sentence cut is added to `unsupported`. LanguageModelError when no
-    sentence is left."""
+    """The model's profile of `entity` from `facts` (the caller chooses them:
+    `profile_facts`), only the sentences its facts support (a small model
+    invents: "Maya, a 25-year-old woman with a passion for music"); each
+    sentence cut is added to `unsupported`. LanguageModelError when no sentence
+    is left."""
     from core.providers.llm import LanguageModelError
     from core.retain.grounding import Vocabulary, support
     from core.retain.statements import sentences
 
-    chosen = _spread(list(facts), LLM_MAX_FACTS)
+    chosen = list(facts)
     listing = "\n".join(f"- {f.text}" for f in chosen)
     prompt = f"Entity: {entity.name} ({entity.type})\nFacts:\n{listing}\n\nProfile:"
     text = " ".join(lm.chat(OBSERVATION_SYSTEM, prompt).split())
@@ -381,6 +495,7 @@ class _Profile:
     entity_id: str
     entity: Entity | None = None
     facts: list[Unit] = field(default_factory=list)
+    used: list[Unit] = field(default_factory=list)  # the facts the profile is written from
     text: str = ""
     mode: ExtractionMode = ExtractionMode.RULES
     model: str = ""
@@ -476,13 +591,15 @@ def _profile(
     if lm is not None:
         from core.providers.llm import LanguageModelError
 
+        given = profile_facts(entity, out.facts)
         try:
-            out.text = llm_profile(lm, entity, out.facts, result.unsupported)
-            out.mode, out.model = ExtractionMode.LLM, lm.name
+            out.text = llm_profile(lm, entity, given, result.unsupported)
+            out.mode, out.model, out.used = ExtractionMode.LLM, lm.name, given
             return out
         except LanguageModelError as error:
             result.notes.append(f"{entity.name}: rules profile ({error})")
-    out.text = rules_profile(entity, out.facts, agent_name, max_facts, count_tokens=count_tokens)
+    composed = compose_profile(entity, out.facts, agent_name, max_facts, count_tokens=count_tokens)
+    out.text, out.used = composed.text, list(composed.used)
     return out
 
 
@@ -501,7 +618,8 @@ def _write_batch(bank: BankHandle, batch: Sequence[_Profile]) -> Change:
 
 
 def _write_observation(tx: Tx, p: _Profile, embedding_model: str, now: datetime) -> Change:
-    con, entity, facts = tx.con, p.entity, p.facts
+    # Its sources are the facts it was written from, not every fact of the entity.
+    con, entity, facts = tx.con, p.entity, p.used or p.facts
     assert entity is not None and p.vector is not None
     sources = list(dict.fromkeys(s for f in facts for s in f.source_ids))
     starts = [f.occurred_start for f in facts if f.occurred_start is not None]

@@ -11,18 +11,27 @@ when they share an entity other than the speakers; at most
   reason, and may rewrite a contradicted opinion (falls back to the rules
   when the model gives no usable answer).
 
-`apply_evidence` moves the confidence: reinforce c' = min(c+α, 1), weaken
-max(c−α, 0), contradict max(c−2α, 0), neutral c. Each non-neutral step is an
-`opinion_events` row (time, relation, before, after, evidence unit, reason, old
-and new text); a neutral assessment changes nothing and is not recorded. A new
-opinion gets a `formed` event.
+`apply_evidence` moves the confidence by the paper's rule, each step scaled by
+the evidence's weight w = strength × independence: reinforce c' = min(c+wα, 1),
+weaken max(c−wα, 0), contradict max(c−2wα, 0), neutral c. Strength is how
+plainly the evidence bears on the opinion (the rules: how similar and how
+much of the topic they share, halved when the evidence is hedged; a model may
+say). Independence is how much the evidence adds to what the opinion already
+heard: half when the opinion's own holder says it again, and 1/(1+n) for the
+(n+1)-th piece from the same speaker in the same document. So a remark made
+once counts once, and a belief does not reach certainty by being repeated.
+
+Each non-neutral step is an `opinion_events` row (time, relation, before,
+after, evidence unit, reason, old and new text, strength, independence); a
+neutral assessment changes nothing and is not recorded. A new opinion gets a
+`formed` event.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -49,19 +58,34 @@ class Relation(StrEnum):
 FORMED = "formed"
 
 
-def apply_evidence(confidence: float, relation: Relation | str, alpha: float) -> float:
-    """The confidence after one piece of evidence, clamped to [0, 1].
+def apply_evidence(
+    confidence: float, relation: Relation | str, alpha: float, weight: float = 1.0
+) -> float:
+    """The confidence after one piece of evidence of `weight` (strength ×
+    independence, in [0, 1]), clamped to [0, 1].
 
-    reinforce: min(c+α, 1); weaken: max(c−α, 0); contradict: max(c−2α, 0); neutral: c."""
+    reinforce: min(c+wα, 1); weaken: max(c−wα, 0); contradict: max(c−2wα, 0); neutral: c."""
     relation = Relation(relation)
     c = float(confidence)
+    step = alpha * min(max(float(weight), 0.0), 1.0)
     if relation is Relation.REINFORCE:
-        c = min(c + alpha, 1.0)
+        c = min(c + step, 1.0)
     elif relation is Relation.WEAKEN:
-        c = max(c - alpha, 0.0)
+        c = max(c - step, 0.0)
     elif relation is Relation.CONTRADICT:
-        c = max(c - 2 * alpha, 0.0)
+        c = max(c - 2 * step, 0.0)
     return min(max(c, 0.0), 1.0)
+
+
+# Independence of evidence from the opinion's own holder (saying it again).
+SELF_INDEPENDENCE = 0.5
+
+
+def independence(heard: int, same_holder: bool) -> float:
+    """How much a piece of evidence adds: 1/(1 + `heard`), `heard` being how many
+    pieces the opinion already took from the same speaker and document, halved
+    when that speaker holds the opinion."""
+    return (SELF_INDEPENDENCE if same_holder else 1.0) / (1 + max(heard, 0))
 
 
 @dataclass(frozen=True)
@@ -70,6 +94,7 @@ class Assessment:
     reason: str
     new_text: str | None = None  # a rewrite of a contradicted opinion
     mode: str = "rules"
+    strength: float = 1.0  # how plainly the evidence bears on the opinion, in [0, 1]
 
 
 @dataclass(frozen=True)
@@ -84,6 +109,15 @@ class OpinionEvent:
     reason: str
     old_text: str | None = None
     new_text: str | None = None
+    strength: float | None = None  # None: a step recorded before weights existed
+    independence: float | None = None
+
+    @property
+    def weight(self) -> float:
+        """The step's weight in the reinforcement rule (1 when not recorded)."""
+        if self.strength is None or self.independence is None:
+            return 1.0
+        return self.strength * self.independence
 
 
 # -- rules ----------------------------------------------------------------------------
@@ -194,7 +228,7 @@ _NO_TOPIC = wordset(
     today yesterday tomorrow tonight morning evening night week weeks month months
     year years last next recently lately ago since before after during until
     must might such quite pretty kinda feeling feelings experience experiences moment
-    moments
+    moments view views opinion opinions mind change changes changed
     """
 )
 _DEMONSTRATIVES = wordset("that this these those")
@@ -219,10 +253,11 @@ TOPIC_MIN_COVER = 0.5
 TOPIC_MIN_WORDS = 2
 
 
-def _topic(text: str) -> set[str]:
+def topic_stems(text: str) -> set[str]:
     """The words of a text that can carry its topic, cut to their first five letters
     (a crude stem: "adopt", "adopted", "adoption" meet)."""
-    words = _words(text)
+    cased = [w.replace("’", "'") for w in _WORDS.findall(text)]
+    words = [w.lower() for w in cased]
     bases = [w.split("'")[0] for w in words]  # "they're" -> "they", "Mel's" -> "mel"
     return {
         w[:5]
@@ -230,7 +265,8 @@ def _topic(text: str) -> set[str]:
         if len(w) >= 4
         # "that movie", "this sunset": a thing pointed at in the chat, not a subject
         # two reactions share by its word ("that movie is awesome", "writing a movie").
-        and (i == 0 or words[i - 1] not in _DEMONSTRATIVES)
+        # A name after "that" is no thing pointed at ("my view that Kubernetes is …").
+        and (i == 0 or words[i - 1] not in _DEMONSTRATIVES or cased[i][0].isupper())
         and w not in _NO_TOPIC
         and w not in _POSITIVE
         and w not in _NEGATIVE
@@ -240,14 +276,14 @@ def _topic(text: str) -> set[str]:
     }
 
 
-def _name_stems(names: frozenset[str]) -> set[str]:
+def name_stems(names: frozenset[str]) -> set[str]:
     return {w[:5] for name in names for w in _words(name)}
 
 
 def has_topic(text: str, names: frozenset[str] = frozenset()) -> bool:
     """`text` names something an opinion can be about, once the `names` of the people
     talking (casefolded) are set aside: "Yeah John, it's super important" does not."""
-    return bool(_topic(text) - _name_stems(names))
+    return bool(topic_stems(text) - name_stems(names))
 
 
 def _addresses(text: str, others: frozenset[str]) -> bool:
@@ -256,15 +292,26 @@ def _addresses(text: str, others: frozenset[str]) -> bool:
     Caroline's"), by a name or its first letters. Of a question and its answer,
     the answer."""
     _, answered, answer = text.rpartition(" answered: ")
-    text = answer if answered else text
+    text = answer if answered else _ASKED.sub("", text, count=1)
     if _SECOND_PERSON.search(text):
         return True
     return any(
-        len(word) >= 3 and name.startswith(word.casefold().split("'")[0])
+        len(word) >= 3 and name.startswith(key)
         for word in _NAME.findall(text)
-        if word[0].isupper()
+        if word[0].isupper() and (key := word.casefold().split("'")[0]) not in _CALENDAR
         for name in others
     )
+
+
+# The reported question before an answer ("Mel asked Jo whether Jo has pets; …").
+_ASKED = re.compile(r'^(?:[^;"]|"[^"]*")*?\basked\b(?:[^;"]|"[^"]*")*;\s*')
+# Month and day names, which a date label puts in every fact ("(8 May 2023)").
+_CALENDAR = wordset(
+    """
+    january february march april may june july august september october november
+    december monday tuesday wednesday thursday friday saturday sunday
+    """
+)
 
 
 def shares_topic(
@@ -288,8 +335,8 @@ def shares_topic(
     others = frozenset(participants - holders)
     if _addresses(evidence, others) != _addresses(opinion, others):
         return False
-    names = _name_stems(holders | participants)
-    ours, theirs = _topic(evidence) - names, _topic(opinion) - names
+    names = name_stems(holders | participants)
+    ours, theirs = topic_stems(evidence) - names, topic_stems(opinion) - names
     shared = ours & theirs
     # A short opinion's whole topic is enough ("Nate loves turtles"); a short reaction
     # ("Nice work!") is not evidence about a longer opinion by its one word.
@@ -314,6 +361,7 @@ def hedged(text: str) -> bool:
 _REVERSAL = re.compile(
     r"\b(?:after\s+all|no\s+longer|not\s+any\s*more|changed\s+(?:his|her|their|my|its)\s+mind|"
     r"turned\s+out|(?:was|were)\s+wrong|now\s+(?:thinks|believes|prefers|says)|"
+    r"I\s+now\s+(?:think|believe|expect|prefer)|(?:have|had)\s+to\s+revise|"
     r"contrary\s+to)\b",
     re.I,
 )
@@ -332,6 +380,51 @@ def _reversal(text: str) -> re.Match[str] | None:
     return _REVERSAL.search(text) or _WEAK_REVERSAL.search(text)
 
 
+# How a speaker says what new evidence does to a belief they hold: it bears it out
+# ("that matches what I thought", "it reinforces my view", "more confident than
+# ever") or shakes it ("makes me less sure", "a better sign than I expected").
+_BEARS_OUT = re.compile(
+    r"\b(?:reinforces?|reinforced|confirms?|confirmed|matches|matched|bears?\s+out|fits)\b"
+    r"[^.!?]{0,40}\b(?:what\s+I|my)\b|\bas\s+I\s+(?:thought|expected|said)\b"
+    r"|\bmore\s+(?:confident|certain|sure|convinced)\b|\bonce\s+again\b",
+    re.I,
+)
+_SHAKES = re.compile(
+    r"\bless\s+(?:sure|certain|confident|convinced)\b|\bnot\s+so\s+sure\b"
+    r"|\b(?:better|worse)\s+(?:sign|news|result)?\s*than\s+I\s+(?:expected|thought)\b"
+    r"|\bI\s+(?:still\s+)?lean\s+toward",
+    re.I,
+)
+
+
+def _stance_shift(evidence: str) -> Relation | None:
+    """What the evidence says it does to the speaker's belief, by its own words."""
+    if _SHAKES.search(evidence):
+        return Relation.WEAKEN
+    if _BEARS_OUT.search(evidence):
+        return Relation.REINFORCE
+    return None
+
+
+def _strength(
+    evidence: str,
+    opinion: str,
+    similarity: float,
+    names: frozenset[str],
+    *,
+    hedge: bool = False,
+) -> float:
+    """How plainly `evidence` bears on `opinion`, in [0.1, 1]: their similarity
+    (0.5 -> nothing, 0.9 and above -> all) times how much of the shorter topic they
+    share (half to all), halved when the evidence is hedged."""
+    near = min(max((similarity - 0.5) / 0.4, 0.0), 1.0)
+    stems = name_stems(names)
+    ours, theirs = topic_stems(evidence) - stems, topic_stems(opinion) - stems
+    cover = len(ours & theirs) / min(len(ours), len(theirs)) if ours and theirs else 0.0
+    strength = near * (0.5 + 0.5 * cover) * (0.5 if hedge else 1.0)
+    return round(min(max(strength, 0.1), 1.0), 2)
+
+
 def assess_rules(
     evidence: str,
     opinion: str,
@@ -342,13 +435,20 @@ def assess_rules(
     holders: frozenset[str] = frozenset(),
     participants: frozenset[str] = frozenset(),
 ) -> Assessment:
-    """Relation of `evidence` to `opinion` from their similarity and polarity cues.
+    """Relation of `evidence` to `opinion` from their similarity and polarity cues,
+    with its strength (`_strength`; a reversal cue is plain: 1).
 
     Evidence from the opinion's own holder counts from `holder_similarity` on,
     and then only through polarity (both sides must carry a sentiment cue) or a
     reversal cue: a person judging the same thing again."""
     pe, po = polarity(evidence), polarity(opinion)
     sim = f"similarity {similarity:.2f}"
+    names = holders | participants
+
+    def found(relation: Relation, why: str, hedge: bool = False, plain: bool = False) -> Assessment:
+        strength = 1.0 if plain else _strength(evidence, opinion, similarity, names, hedge=hedge)
+        return Assessment(relation, why, strength=strength)
+
     if (
         same_holder
         and similarity >= holder_similarity
@@ -357,21 +457,34 @@ def assess_rules(
             or (not shared_entity and similarity < RULES_STRONG_SIMILARITY)
         )
     ):
+        # What the holder says of their own earlier belief ("I thought …, but now",
+        # "it reinforces my view that …") names it: two topic words are enough.
+        about_it = _reversal(evidence) is not None or _stance_shift(evidence) is not None
         if not shares_topic(
-            evidence, opinion, holders, participants=participants, one_word=shared_entity
+            evidence,
+            opinion,
+            holders,
+            participants=participants,
+            strict=not about_it,
+            one_word=shared_entity,
         ):
             # "Good to talk to you again" says nothing about "helping out is great":
             # sentiment alone is everywhere in small talk.
             return Assessment(Relation.NEUTRAL, f"{sim}, same holder, no word of the topic")
         reversal = _reversal(evidence)
         if reversal and not _reversal(opinion):
-            return Assessment(
-                Relation.CONTRADICT, f"{sim}, same holder, reversal cue {reversal.group(0)!r}"
+            return found(
+                Relation.CONTRADICT,
+                f"{sim}, same holder, reversal cue {reversal.group(0)!r}",
+                plain=True,
             )
+        shift = _stance_shift(evidence)
+        if shift is not None:
+            return found(shift, f"{sim}, same holder, the evidence says it {shift.value}s it")
         if pe and po:
             if pe == po:
-                return Assessment(Relation.REINFORCE, f"{sim}, same holder, same polarity")
-            return Assessment(Relation.WEAKEN, f"{sim}, same holder, opposite polarity")
+                return found(Relation.REINFORCE, f"{sim}, same holder, same polarity")
+            return found(Relation.WEAKEN, f"{sim}, same holder, opposite polarity")
         return Assessment(Relation.NEUTRAL, f"{sim}, same holder, no polarity cue decides")
     if similarity < RULES_MIN_SIMILARITY or (
         not shared_entity and similarity < RULES_STRONG_SIMILARITY
@@ -387,19 +500,22 @@ def assess_rules(
     if reversal and not _reversal(opinion):
         # "X thought A, but now thinks B": the evidence names the belief it overturns,
         # so it shares the opinion's words (high similarity) while denying it.
-        return Assessment(Relation.CONTRADICT, f"{sim}, reversal cue {reversal.group(0)!r}")
+        return found(Relation.CONTRADICT, f"{sim}, reversal cue {reversal.group(0)!r}", plain=True)
+    shift = _stance_shift(evidence)
+    if shift is not None:
+        return found(shift, f"{sim}, the evidence says it {shift.value}s it")
     if pe and po:
         if pe == po:
-            return Assessment(Relation.REINFORCE, f"{sim}, same polarity")
+            return found(Relation.REINFORCE, f"{sim}, same polarity")
         if similarity >= CONTRADICTION_SIMILARITY:
-            return Assessment(Relation.CONTRADICT, f"{sim}, opposite polarity")
-        return Assessment(Relation.WEAKEN, f"{sim}, opposite polarity")
+            return found(Relation.CONTRADICT, f"{sim}, opposite polarity")
+        return found(Relation.WEAKEN, f"{sim}, opposite polarity")
     if hedged(evidence) and similarity >= CONTRADICTION_SIMILARITY:
-        return Assessment(Relation.WEAKEN, f"{sim}, the evidence is hedged")
+        return found(Relation.WEAKEN, f"{sim}, the evidence is hedged", hedge=True)
     if similarity >= RESTATEMENT_SIMILARITY:
         if pe < 0 and po == 0:
-            return Assessment(Relation.WEAKEN, f"{sim}, negative evidence")
-        return Assessment(Relation.REINFORCE, f"{sim}, the evidence restates it")
+            return found(Relation.WEAKEN, f"{sim}, negative evidence")
+        return found(Relation.REINFORCE, f"{sim}, the evidence restates it")
     return Assessment(Relation.NEUTRAL, f"{sim}, no polarity cue decides")
 
 
@@ -411,15 +527,20 @@ ASSESS_SCHEMA: dict[str, Any] = {
         "relation": {"type": "string", "enum": [r.value for r in Relation]},
         "reason": {"type": "string"},
         "revised_opinion": {"type": ["string", "null"]},
+        "strength": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
     },
     "required": ["relation", "reason"],
 }
 ASSESS_SYSTEM = (
     "You maintain an agent's opinions. Given one opinion and one new piece of evidence, "
     "say whether the evidence reinforces, weakens or contradicts the opinion, or is neutral "
-    "to it, with a one-sentence reason. Only if it contradicts the opinion, you may give "
-    "revised_opinion: the opinion rewritten to fit the evidence; otherwise null. "
-    'Answer JSON only: {"relation": ..., "reason": ..., "revised_opinion": ...}.'
+    "to it (evidence about a different thing is neutral), with a one-sentence reason, and "
+    "its strength from 0 to 1: how plainly it bears on the opinion (1 states the same "
+    "thing or its opposite outright, 0.3 only hints at it). Only if it contradicts the "
+    "opinion, you may give revised_opinion: the opinion rewritten to fit the evidence; "
+    "otherwise null. "
+    'Answer JSON only: {"relation": ..., "reason": ..., "strength": ..., '
+    '"revised_opinion": ...}.'
 )
 ASSESS_EXAMPLE_REASON = "The evidence shows the same preference again."
 MAX_REASON_CHARS = 500
@@ -440,7 +561,16 @@ def _validate_assessment(value: Any) -> Assessment:
     new_text = revised.strip() if isinstance(revised, str) and revised.strip() else None
     if relation != Relation.CONTRADICT:
         new_text = None
-    return Assessment(Relation(relation), reason.strip()[:MAX_REASON_CHARS], new_text, "llm")
+    strength = value.get("strength")
+    if isinstance(strength, bool) or not isinstance(strength, int | float) or strength != strength:
+        strength = 1.0  # not given (or not a number): the model's word counts fully
+    return Assessment(
+        Relation(relation),
+        reason.strip()[:MAX_REASON_CHARS],
+        new_text,
+        "llm",
+        round(min(max(float(strength), 0.0), 1.0), 2),
+    )
 
 
 def assess_llm(lm: LanguageModel, evidence: str, opinion: str, confidence: float) -> Assessment:
@@ -458,7 +588,7 @@ def assess_llm(lm: LanguageModel, evidence: str, opinion: str, confidence: float
         examples=(ASSESS_EXAMPLE_REASON,),
     )
     if assessment.new_text is not None and assessment.new_text.strip() == opinion.strip():
-        assessment = Assessment(assessment.relation, assessment.reason, None, "llm")
+        assessment = replace(assessment, new_text=None)
     return assessment
 
 
@@ -477,6 +607,8 @@ class OpinionState:
     source_ids: frozenset[str] = frozenset()
     # Who holds it: the speakers of its source turns (casefolded).
     holders: frozenset[str] = frozenset()
+    # Evidence taken so far, per source (`evidence_source`): how often each spoke.
+    heard: dict[str, int] = field(default_factory=dict)
     new: bool = False
     text_changed: bool = False
     touched: bool = False
@@ -499,10 +631,33 @@ class OpinionPlan:
         return len({e.opinion_id for e in self.events if e.relation != FORMED})
 
 
+def evidence_source(speaker: str, document_id: str | None) -> str:
+    """Whose word a piece of evidence is, for independence: its speaker in its document."""
+    return f"{speaker.strip().casefold()}\x1f{document_id or ''}"
+
+
+def _heard(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, int]]:
+    """opinion id -> evidence source -> steps it gave (of the stored events)."""
+    rows = con.execute(
+        "SELECT e.opinion_id, u.document_id, t.speaker, count(*) FROM opinion_events e"
+        " JOIN units u ON u.id = e.evidence_id"
+        " LEFT JOIN turns t ON t.document_id = u.document_id"
+        "  AND t.id = list_extract(u.source_ids, -1)"
+        " WHERE e.relation IN ('reinforce', 'weaken', 'contradict')"
+        " GROUP BY ALL"
+    ).fetchall()
+    out: dict[str, dict[str, int]] = {}
+    for opinion_id, document_id, speaker, n in rows:
+        key = evidence_source(speaker or "", document_id)
+        out.setdefault(opinion_id, {})[key] = out.get(opinion_id, {}).get(key, 0) + n
+    return out
+
+
 def load_opinions(
     con: duckdb.DuckDBPyConnection, exclude_units: Sequence[str] = ()
 ) -> dict[str, OpinionState]:
-    """Every active opinion with its vector and entities (opinions are few next to facts)."""
+    """Every active opinion with its vector, entities, holders and the evidence it
+    heard (opinions are few next to facts)."""
     rows = con.execute(
         "SELECT u.id, u.text, coalesce(u.confidence, 0.5), u.vector,"
         " list(m.entity_id) FILTER (WHERE m.entity_id IS NOT NULL), u.source_ids,"
@@ -515,6 +670,7 @@ def load_opinions(
         " ORDER BY u.created_at, u.id",
         [list(exclude_units)],
     ).fetchall()
+    heard = _heard(con) if rows else {}
     return {
         r[0]: OpinionState(
             id=r[0],
@@ -524,6 +680,7 @@ def load_opinions(
             entity_ids=frozenset(r[4] or ()),
             source_ids=frozenset(r[5] or ()),
             holders=frozenset(r[6] or ()),
+            heard=dict(heard.get(r[0], {})),
         )
         for r in rows
     }
@@ -576,6 +733,8 @@ def event(
     reason: str,
     old_text: str | None = None,
     new_text: str | None = None,
+    strength: float | None = None,
+    independence: float | None = None,
 ) -> OpinionEvent:
     return OpinionEvent(
         id=new_id(),
@@ -588,6 +747,8 @@ def event(
         reason=reason,
         old_text=old_text,
         new_text=new_text,
+        strength=strength,
+        independence=independence,
     )
 
 
@@ -613,6 +774,8 @@ def write_events(con: duckdb.DuckDBPyConnection, events: Sequence[OpinionEvent])
             "reason": column("reason", pa.string()),
             "old_text": column("old_text", pa.string()),
             "new_text": column("new_text", pa.string()),
+            "strength": column("strength", pa.float64()),
+            "independence": column("independence", pa.float64()),
         }
     )
     con.register("_new_events", table)
@@ -655,7 +818,8 @@ def events_of(con: duckdb.DuckDBPyConnection, opinion_id: str) -> list[OpinionEv
     """An opinion's history, oldest first."""
     rows = con.execute(
         "SELECT id, opinion_id, happened_at, relation, confidence_before, confidence_after,"
-        " evidence_id, reason, old_text, new_text FROM opinion_events WHERE opinion_id = ?"
+        " evidence_id, reason, old_text, new_text, strength, independence"
+        " FROM opinion_events WHERE opinion_id = ?"
         " ORDER BY happened_at, CASE relation WHEN 'formed' THEN 0 ELSE 1 END, rowid",
         [opinion_id],
     ).fetchall()

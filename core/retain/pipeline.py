@@ -62,6 +62,7 @@ from core.retain.facts import (
     learn_names,
     verbatim_facts,
 )
+from core.retain.networks import BankAgent
 from core.retain.opinions import (
     FORMED,
     Assessment,
@@ -205,6 +206,7 @@ class _Run:
         profile = bank.profile()
         self.config = profile.config
         self.agent = profile.agent_name.strip()
+        self.bank_agent = BankAgent(self.agent)
         self._choice: ModelChoice | None = None  # None: no model was considered
         self.notes: list[str] = []
         self.auto = str(mode).strip().lower() == "auto"
@@ -395,7 +397,7 @@ class _Run:
         if self.mode is ExtractionMode.VERBATIM:
             check(self.cancel)
             facts = [
-                clean_fact(f, turns, (f.source_ids[0],), 0)
+                clean_fact(f, turns, (f.source_ids[0],), 0, agent=self.bank_agent)
                 for f in verbatim_facts(document, self.agent, known_names(self.bank.store.reader()))
             ]
             self.step(f"{title}: {len(facts)} turns")
@@ -435,7 +437,9 @@ class _Run:
             self._down_streak = 0
             base = len(facts)
             for fact in extracted:
-                cleaned = clean_fact(fact, turns, exchange.turn_ids, base, exchange.when)
+                cleaned = clean_fact(
+                    fact, turns, exchange.turn_ids, base, exchange.when, self.bank_agent
+                )
                 if cleaned is not None:
                     facts.append(cleaned)
                     learn_names(known, seen, (m.name for m in cleaned.mentions))

@@ -28,6 +28,7 @@ from core.retain.links import (
     plan_semantic_links,
     plan_temporal_links,
 )
+from core.retain.networks import holder
 from core.retain.opinions import (
     FORMED,
     Assessment,
@@ -36,7 +37,9 @@ from core.retain.opinions import (
     Relation,
     apply_evidence,
     event,
+    evidence_source,
     has_topic,
+    independence,
     load_opinions,
     related_opinions,
 )
@@ -120,7 +123,7 @@ def plan_document(
     survivors = [i for i, f in enumerate(facts) if not f.duplicate]
     links = LinkSet()
     _link(run, con, facts, survivors, unit_vectors, hits, excluded, links)
-    opinions = _opinions(run, con, facts, vectors, units, speaker_entities, replaced)
+    opinions = _opinions(run, con, facts, vectors, units, speaker_entities, replaced, document_id)
     for unit_index, unit in enumerate(units):
         state = opinions.states.get(unit.id)
         if state is not None:
@@ -407,11 +410,18 @@ def _opinions(
     units: list[NewUnit],
     speaker_entities: frozenset[str],
     replaced: list[str],
+    document_id: str = "",
 ) -> OpinionPlan:
+    """Opinions formed and moved by the document's facts.
+
+    A new opinion that bears on one the bank holds already ("That matches what I
+    thought: …", "I have to revise my opinion: …") is evidence for it, not a second
+    belief: it moves that opinion and is kept as the agent's experience."""
     cfg = run.config
     alpha = float(cfg["retain.opinion_alpha"])
     plan = OpinionPlan(states=load_opinions(con, replaced))
     confidence_of = {u.id: u.confidence for u in units}
+    unit_index = {u.id: i for i, u in enumerate(units)}
     # The people talking: their names are in everything they say or hear, so they
     # are never what an opinion is about for the rules.
     participants = frozenset(sp.casefold() for f in facts for sp in f.speakers)
@@ -419,14 +429,17 @@ def _opinions(
         happened = fact.mentioned_at or fact.occurred_start or utcnow()
         vector = vectors[i]
         topical = frozenset(fact.entity_ids) - speaker_entities
-        own: str | None = None
+        source = evidence_source(holder(fact.speakers), document_id)
         if fact.network is Network.OPINION:
             state = plan.states.get(fact.unit_id)
             if fact.duplicate and state is not None:
                 if not has_topic(state.text, participants):
                     continue  # a repeated reaction ("That's a great pic!") says nothing new
+                heard = state.heard.get(source, 0)
+                weight = independence(heard, True)
                 before = state.confidence
-                state.confidence = apply_evidence(before, Relation.REINFORCE, alpha)
+                state.confidence = apply_evidence(before, Relation.REINFORCE, alpha, weight)
+                state.heard[source] = heard + 1
                 state.touched = True
                 plan.events.append(
                     event(
@@ -435,11 +448,28 @@ def _opinions(
                         before,
                         happened,
                         fact.unit_id,
-                        "the opinion was stated again",
+                        f"the opinion was stated again (independence {weight:.2f})",
+                        strength=1.0,
+                        independence=weight,
                     )
                 )
                 continue
             if not fact.duplicate:
+                moved = _assess(
+                    run, plan, fact, vector, topical, happened, alpha, source, participants
+                )
+                if (moved and Relation.CONTRADICT not in moved) or not has_topic(
+                    fact.text, participants
+                ):
+                    # Evidence for a belief held already, or a stance about nothing
+                    # named ("That changes my view"): the agent's history, no belief.
+                    # A belief that contradicts an earlier one is the revised belief.
+                    fact.network, fact.confidence = Network.EXPERIENCE, None
+                    index = unit_index[fact.unit_id]
+                    units[index] = replace(
+                        units[index], network=Network.EXPERIENCE, confidence=None
+                    )
+                    continue
                 state = OpinionState(
                     id=fact.unit_id,
                     text=fact.text,
@@ -462,13 +492,11 @@ def _opinions(
                         new_text=fact.text,
                     )
                 )
-                own = state.id
-                _assess(run, plan, fact, vector, topical, happened, alpha, own, participants)
                 plan.states[state.id] = state
                 continue
         if fact.duplicate:
             continue  # the same evidence again within the window: counted once
-        _assess(run, plan, fact, vector, topical, happened, alpha, own, participants)
+        _assess(run, plan, fact, vector, topical, happened, alpha, source, participants)
     return plan
 
 
@@ -480,9 +508,10 @@ def _assess(
     topical: frozenset[str],
     happened: datetime,
     alpha: float,
-    exclude: str | None,
+    source: str,
     participants: frozenset[str] = frozenset(),
-) -> None:
+) -> list[Relation]:
+    """Move the opinions `fact` is evidence for; how it moved each."""
     cfg = run.config
     # Who states the fact: of a question and its answer, the one who answers.
     speakers = frozenset(sp.casefold() for sp in fact.speakers[-1:])
@@ -493,11 +522,12 @@ def _assess(
         related_similarity=float(cfg["retain.opinion_related_similarity"]),
         entity_similarity=float(cfg["retain.opinion_entity_similarity"]),
         limit=int(cfg["retain.opinion_candidates"]),
-        exclude=exclude,
+        exclude=fact.unit_id,
         source_ids=frozenset(fact.source_ids),
         speakers=speakers,
         holder_similarity=float(cfg["retain.opinion_holder_similarity"]),
     )
+    moved: list[Relation] = []
     for state, similarity in related:
         shared = bool(state.entity_ids & topical)
         same_holder = bool(state.holders & speakers)
@@ -506,8 +536,13 @@ def _assess(
         )
         if assessment.relation is Relation.NEUTRAL:
             continue
+        heard = state.heard.get(source, 0)
+        free = independence(heard, same_holder)
         before = state.confidence
-        state.confidence = apply_evidence(before, assessment.relation, alpha)
+        state.confidence = apply_evidence(
+            before, assessment.relation, alpha, assessment.strength * free
+        )
+        state.heard[source] = heard + 1
         old_text = new_text = None
         if assessment.new_text:
             old_text, new_text = state.text, assessment.new_text[:MAX_UNIT_CHARS]
@@ -515,6 +550,7 @@ def _assess(
             state.vector = run.embed([new_text])[0]
             state.text_changed = True
         state.touched = True
+        moved.append(assessment.relation)
         plan.events.append(
             event(
                 state,
@@ -522,11 +558,14 @@ def _assess(
                 before,
                 happened,
                 fact.unit_id,
-                assessment.reason,
+                f"{assessment.reason}; strength {assessment.strength:.2f}, independence {free:.2f}",
                 old_text,
                 new_text,
+                strength=assessment.strength,
+                independence=free,
             )
         )
+    return moved
 
 
 # -- reads used by the plan -------------------------------------------------------------

@@ -41,6 +41,9 @@ from core.retain.extract import (
     ExtractedFact,
 )
 from core.retain.gazetteer import is_place, is_region
+from core.retain.narrate import ask, lower_first, reported, strip_opener, supply_subject
+from core.retain.networks import BankAgent, worth_keeping
+from core.retain.pronouns import ADVERBS, apostrophes, rewrite_pronouns
 from core.retain.statements import FILLER_WORDS, rewrite_is_safe, split_turn
 from core.timeparse import find_time_expressions
 from core.types import ExtractionMode, Network, Turn
@@ -51,6 +54,8 @@ __all__ = ["RulesExtractor", "describe_interval", "opinion_confidence", "rewrite
 # which is kept before it in the same fact when the question is short enough.
 QA_MAX_QUESTION_WORDS = 25
 QA_MAX_ANSWER_WORDS = 15
+# An answer this long (words) stands without the question it answers restated.
+QA_STANDALONE_WORDS = 10
 # Each side of a causal cue needs this many words to stand as a fact of its own.
 MIN_SPLIT_WORDS = 4
 # Strength of a causal link found by a cue phrase (a model may be surer).
@@ -67,148 +72,6 @@ def _wordset(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-# ---- pronouns ------------------------------------------------------------------
-
-_TOKEN = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*|\s+|[^\sA-Za-z]+")
-
-_ADVERBS = _wordset(
-    "also just always never still even really truly totally actually often usually "
-    "sometimes recently finally already only kinda kind sorta def definitely absolutely "
-    "honestly seriously literally genuinely constantly rarely barely hardly simply "
-    "certainly probably especially mostly generally normally basically clearly "
-    "obviously personally sincerely currently lately now then too so"
-)
-# Words after "I" that keep their form in the third person (modals, past tenses,
-# conjunctions, prepositions): "I went" -> "Caroline went".
-_KEEP_FORM = _wordset(
-    "was were will would can could should shall may might must did had got went "
-    "made took saw came felt thought found knew met began became brought bought "
-    "caught taught told said sent spent left lost kept heard held meant paid ran "
-    "read sat slept stood understood won wrote gave grew drew drove ate fell flew "
-    "forgot forgave hid hung led lent lit rode rose sang sank shook shot showed "
-    "spoke stole struck swam threw woke wore built burnt learnt dreamt chose "
-    "gonna wanna gotta used and or but nor too as if when because though while "
-    "than that who which where to of in on at for with from by about into like "
-    "not no never ever once is are be been being does has"
-)
-_IRREGULAR = {"am": "is", "have": "has", "do": "does", "go": "goes", "be": "is"}
-_NEGATIVE = {
-    "don't": "doesn't",
-    "don’t": "doesn’t",
-    "haven't": "hasn't",
-    "haven’t": "hasn’t",
-    "dont": "doesn't",
-}
-# "Should I go" keeps "go": the verb belongs to the auxiliary before "I".
-_AUX_BEFORE = _wordset(
-    "do does did can could would should will shall am was have has had may might "
-    "must let make makes made help helps helped see saw watch watched hear heard"
-)
-_PAST_PARTICIPLES = _wordset("been gone had done seen got gotten")
-
-
-def _third_person(verb: str) -> str | None:
-    """The third-person form of a present-tense verb after "I", or None to leave it."""
-    low = verb.lower()
-    if low in _NEGATIVE:
-        return _NEGATIVE[low]
-    if not verb.isalpha() or low in _KEEP_FORM or low in _ADVERBS:
-        return None
-    if low.endswith("ed") and not low.endswith("eed"):
-        return None  # a past tense
-    if low in _IRREGULAR:
-        return _IRREGULAR[low]
-    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return verb + "es"
-    if low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-def _apostrophes(word: str) -> str:
-    return word.replace("’", "'")
-
-
-def rewrite_pronouns(text: str, speaker: str, addressee: str | None = None) -> str:
-    """`text` with first-person pronouns as `speaker` (and "your"-forms as `addressee`).
-
-    "I love it" -> "Caroline loves it", "my" -> "Caroline's", "I'm" -> "Caroline is".
-    Everything else is kept word for word.
-    """
-    tokens = _TOKEN.findall(text)
-    words = [i for i, t in enumerate(tokens) if t[0].isalpha()]
-    position = {tok_index: n for n, tok_index in enumerate(words)}
-    out = list(tokens)
-
-    def word_at(n: int) -> str:
-        return tokens[words[n]] if 0 <= n < len(words) else ""
-
-    def adjacent(a: int, b: int) -> bool:
-        # Only whitespace between word a and word b (no comma, no full stop).
-        return all(tokens[k].isspace() for k in range(words[a] + 1, words[b]))
-
-    def conjugate_after(n: int) -> None:
-        """Put the verb following word n (skipping adverbs) into the third person."""
-        k = n + 1
-        for _ in range(3):
-            if k >= len(words) or not adjacent(k - 1, k):
-                return
-            if word_at(k).lower() not in _ADVERBS:
-                break
-            k += 1
-        else:
-            return
-        if k < len(words) and adjacent(k - 1, k):
-            form = _third_person(word_at(k))
-            if form is not None:
-                out[words[k]] = form
-
-    for i, token in enumerate(tokens):
-        if not token[0].isalpha():
-            continue
-        if (i > 0 and tokens[i - 1].endswith("-")) or (
-            i + 1 < len(tokens) and tokens[i + 1].startswith("-")
-        ):
-            continue  # part of a compound: "me-time"
-        n = position[i]
-        low = _apostrophes(token).lower()
-        if token == "I" or (
-            token == "i" and (i + 1 == len(tokens) or tokens[i + 1].isspace())
-        ):  # not the "i" of "i.e."
-            prev = word_at(n - 1).lower()
-            out[i] = speaker
-            if not (n > 0 and prev in _AUX_BEFORE and adjacent(n - 1, n)):
-                conjugate_after(n)
-        elif low == "i'm":
-            out[i] = f"{speaker} is"
-        elif low == "i've":
-            out[i] = f"{speaker} has"
-        elif low == "i'll":
-            out[i] = f"{speaker} will"
-        elif low == "i'd":
-            nxt = word_at(n + 1).lower()
-            had = nxt in _PAST_PARTICIPLES or (nxt.endswith("ed") and not nxt.endswith("eed"))
-            out[i] = f"{speaker} had" if had else f"{speaker} would"
-        elif low == "me" or low == "myself":
-            out[i] = speaker
-        elif low in ("my", "mine"):
-            out[i] = f"{speaker}'s"
-        elif addressee:
-            if low in ("your", "yours"):
-                out[i] = f"{addressee}'s"
-            elif low == "yourself":
-                out[i] = addressee
-            elif low == "you're":
-                out[i] = f"{addressee} is"
-            elif low == "you've":
-                out[i] = f"{addressee} has"
-            elif low == "you'll":
-                out[i] = f"{addressee} will"
-            elif low == "you'd":
-                out[i] = f"{addressee} would"
-    return "".join(out)
-
-
 _SECOND_PERSON = re.compile(r"\b(?:your|yours|yourself|you['’](?:re|ve|ll|d))\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(
     r"\bI\b|\bI['’](?:m|ve|d|ll)\b|\b(?:me|my|mine|myself|we|our|ours|us)\b", re.IGNORECASE
@@ -216,12 +79,33 @@ _FIRST_PERSON = re.compile(
 
 # ---- opinions ------------------------------------------------------------------
 
+# The speaker's own stance: "I think", "I'm fairly sure", "I was worried", "my view".
+_OWN_STANCE = (
+    r"\bI\s+(?:(?:really|truly|honestly|still|just|do|personally|strongly|now|also|actually"
+    r"|already|always|never|kind\s+of|sort\s+of)\s+)*"
+    r"(?:think|thought|believe|believed|feel|reckon|suppose|guess|doubt|doubted|expect|suspect"
+    r"|lean\s+toward|bet)\b"
+    r"|\bI(?:['’]m|\s+am|\s+was|\s+have\s+been|['’]ve\s+been)\s+(?:(?:pretty|quite|so|very"
+    r"|totally|absolutely|fairly|not|still|really|a\s+bit|less|more|now|no\s+longer)\s+)*"
+    r"(?:sure|certain|convinced|positive|confident|worried|afraid|concerned|hopeful"
+    r"|optimistic|skeptical|sceptical|doubtful|wrong|right)\b"
+    r"|\bmakes?\s+me\s+(?:(?:a\s+bit|much|even)\s+)?(?:less|more)\s+(?:sure|certain|confident"
+    r"|worried|optimistic)\b"
+    r"|\b(?:my|I\s+have\s+to\s+revise\s+my)\s+(?:view|opinion|guess|bet|sense|feeling"
+    r"|impression|belief|hunch|worry|concern)\b"
+)
+_OWN_STANCE_RE = re.compile(_OWN_STANCE, re.IGNORECASE)
+# Preferences in the first person ("I love", "we prefer", "my favourite"): another's
+# preference ("Tomás prefers …") is a fact about them, whoever tells it.
+_OWN_PREFERENCE = re.compile(
+    r"\b(?:I|we)\s+(?:(?:really|just|totally|truly|so|absolutely|also|still|do|would|no\s+longer"
+    r"|don['’]t|do\s+not|never|not)\s+)?"
+    r"(?:love|loved|hate|hated|prefer|preferred|adore|enjoy|enjoyed)\b|\bI['’]d\s+(?:love|prefer)\b"
+    r"|\bmy\s+favou?rite\b",
+    re.IGNORECASE,
+)
 _OPINION_CUES = re.compile(
-    r"\bI\s+(?:(?:really|truly|honestly|still|just|do|personally|strongly)\s+)?"
-    r"(?:think|believe|feel|reckon|suppose|guess|doubt)\b"
-    r"|\bI(?:['’]m|\s+am)\s+(?:(?:pretty|quite|so|very|totally|absolutely|fairly|not)\s+)?"
-    r"(?:sure|certain|convinced|positive|confident)\b"
-    r"|\b(?:probably|should|seems?|seemed)\b"
+    _OWN_STANCE + r"|\b(?:probably|should|seems?|seemed)\b"
     # Preferences: the verb, not the noun ("all the love") nor "loved ones".
     r"|(?:\b(?:I|we|you|they|he|she|really|just|totally|truly|so|absolutely|would|also|still"
     r"|to)\s+|['’]d\s+|^\s*|[.!?]\s+)(?:love|hate|prefer|adore)\b"
@@ -239,7 +123,7 @@ _EVALUATIVE = re.compile(
     r"|incredibly|extremely|kinda|kind\s+of|a|an|the|bit|little)\s+)*"
     r"(?:amazing|awesome|great|wonderful|beautiful|terrible|awful|horrible|boring"
     r"|incredible|fantastic|lovely|gorgeous|inspiring|important|hard|tough|difficult|easy"
-    r"|fun|worth|worthwhile|overrated|underrated|perfect|best|worst|better|worse|nice"
+    r"|fun|worth(?!\s+(?:[$€£\d]|about|around|over|nearly|almost|up\s+to))|worthwhile|overrated|underrated|perfect|best|worst|better|worse|nice"
     r"|exciting|stressful|rewarding|meaningful|valuable|useless|helpful|essential"
     r"|crucial|powerful|special|precious|scary|frustrating|disappointing|impressive"
     r"|brilliant|relaxing|therapeutic|healing|challenging|tiring|exhausting|cool"
@@ -309,10 +193,65 @@ def _stated_belief(text: str) -> bool:
     )
 
 
+_QUOTED = re.compile(r"[\"“”]")
+
+
+def _opinion_of(text: str) -> float | None:
+    """The confidence of the speaker's own statement as their belief, or None.
+
+    A stance in the first person ("I think", "I'm worried", "my view") or a
+    preference of the speaker's own ("I love") makes a belief. Without one, a
+    statement that tells what happened ("My dad passed away last month; it was so
+    hard", "I booked the call since that is how he prefers to work") is a fact of
+    that event, and one that reports another's preference ("Tomás prefers live
+    pairing now") a fact about them, even when they judge."""
+    confidence = opinion_confidence(text)
+    if confidence is None or _OWN_STANCE_RE.search(text) or _OWN_PREFERENCE.search(text):
+        return confidence
+    if _THIRD_PREFERENCE.search(text):
+        return None
+    if _EVENT.search(text) and not any(
+        m.group(0).split()[0].lower().replace("’", "'") in _PRESENT_JUDGING
+        for m in _EVALUATIVE.finditer(text)
+    ):
+        return None  # what happened, judged: "it was so hard" (not "adoption is wonderful")
+    return confidence
+
+
+_PRESENT_JUDGING = frozenset(
+    "is are 's 're be look looks sound sounds feel feels seem seems find".split()
+)
+
+
+# A past-tense verb that tells something happened: not "was"/"were", which judge
+# as often ("The concert was amazing").
+_EVENT = re.compile(
+    r"\b(?:had|did|went|got|made|took|saw|came|found|met|began|became|bought|brought|told"
+    r"|said|spent|left|kept|heard|held|ran|sat|won|lost|wrote|gave|grew|drove|ate|flew|rode"
+    r"|sang|swam|wore|built|chose|broke|fell|died|[a-z]{2,}ed)\b",
+    re.IGNORECASE,
+)
+
+
+def _judges(text: str) -> bool:
+    """The statement judges something or hedges a guess: what its speaker thinks
+    ("that agency looks great", "it should work"), as against what they report."""
+    text = _CAPTION.sub("", text)
+    return any(p.search(text) for p in (_HEDGED_GUESS, _EVALUATIVE, _OWN_STANCE_RE))
+
+
+_HEDGED_GUESS = re.compile(r"\b(?:probably|should|seems?|seemed|maybe|might|perhaps)\b", re.I)
+_THIRD_PREFERENCE = re.compile(r"\b(?:loves|hates|prefers|preferred|adores|enjoys)\b", re.I)
+
+
 def opinion_confidence(text: str) -> float | None:
     """None when `text` states no belief or preference (a compliment to the listener
     is none); else its confidence from hedging."""
-    if not _stated_belief(text) and (not _EVALUATIVE.search(text) or _compliment(text)):
+    if (
+        not _stated_belief(text)
+        and not _OWN_PREFERENCE.search(text)
+        and (not _EVALUATIVE.search(text) or _compliment(text))
+    ):
         return None
     levels = [level for pattern, level in _HEDGES if pattern.search(text)]
     return min(levels) if levels else PLAIN_OPINION_CONFIDENCE
@@ -404,7 +343,8 @@ def _causal_split(text: str) -> _CausalSplit | None:
 
 # ---- entities ------------------------------------------------------------------
 
-_ENTITY_TOKEN = re.compile(r"[^\W_](?:[\w'’&-]*[^\W_])?|[^\w\s]|\n")
+# A version keeps its dots: "Beacon 2.0", "Python 3.11".
+_ENTITY_TOKEN = re.compile(r"[^\W_](?:[\w'’&-]*[^\W_])?(?:\.\d+)*|[^\w\s]|\n")
 # Not quotes: a capital after one is more often a title ("Becoming Nicole") than a sentence.
 _SENTENCE_START = frozenset(".!?:;\n([—–-…")
 _JOINERS = frozenset({"of", "de", "del", "da", "van", "von", "&"})
@@ -458,7 +398,7 @@ def _strip_possessive(word: str) -> str:
 
 
 def _is_capitalised(word: str) -> bool:
-    return word[0].isupper() and _apostrophes(word).lower() not in _STOP
+    return word[0].isupper() and apostrophes(word).lower() not in _STOP
 
 
 @dataclass
@@ -521,7 +461,7 @@ def _capitalised_spans(text: str) -> tuple[list[_Span], set[str]]:
             if token.lower() == "of" and k < len(tokens) and tokens[k] == "the":
                 joined.append("the")
             nxt = tokens[k + len(joined) - 1] if k + len(joined) - 1 < len(tokens) else ""
-            if nxt[:1].isupper() and _apostrophes(nxt).lower() not in _STOP:
+            if nxt[:1].isupper() and apostrophes(nxt).lower() not in _STOP:
                 current.words.extend(joined)
                 k += len(joined) - 1
             else:
@@ -639,7 +579,7 @@ def _person_in_context(span: _Span) -> bool:
     her engineers")."""
     if any(w.isupper() for w in span.words):
         return False  # an acronym: "HR said", "sent HR his start date"
-    verb = span.following[0] if span.after.lower() in _ADVERBS and span.following else span.after
+    verb = span.following[0] if span.after.lower() in ADVERBS and span.following else span.after
     if verb.lower() in _PERSON_VERBS:
         return True
     if span.after == "," and len(span.following) >= 2:
@@ -725,11 +665,11 @@ MAX_ACRONYM_LETTERS = 5
 
 def _is_role(words: list[str]) -> bool:
     """ "CFO", "VP of Engineering", "Head of Design": a role and what it is of."""
-    return _apostrophes(words[0]).casefold() in _ROLES and (len(words) == 1 or words[1] == "of")
+    return apostrophes(words[0]).casefold() in _ROLES and (len(words) == 1 or words[1] == "of")
 
 
 def _not_a_name(word: str) -> bool:
-    key = _apostrophes(word).casefold()
+    key = apostrophes(word).casefold()
     return key in FILLER_WORDS or key in _CHAT_ABBREVIATIONS
 
 
@@ -911,16 +851,21 @@ def _plan(turns: Sequence[Turn], names: frozenset[str]) -> list[_Group]:
     return groups
 
 
-def _in_own_voice(text: str, speaker: str, addressee: str | None, prefix: bool = True) -> str:
-    """A statement in the third person when that is safe ("I went" -> "Ann went"),
-    else in its own words, attributed ("Ann said: we loved it")."""
-    if not speaker.strip():
-        return text  # a note without a speaker (retained over HTTP) stays as written
-    if rewrite_is_safe(text) and _FIRST_PERSON.search(text):
-        body = rewrite_pronouns(text, speaker, addressee)
-        if re.search(rf"\b{re.escape(speaker)}\b", body):
-            return body  # "Yesterday Ann went …": the speaker is named in it
-    return f"{speaker} said: {text}" if prefix else text
+_WE_WORDS = re.compile(r"\b(?:we|us|our|ours|ourselves|we['’](?:re|ve|ll|d))\b", re.IGNORECASE)
+# A preference whose subject is left out: "Love that painting!", "Loved the show".
+_ELIDED_SUBJECT = re.compile(
+    r"^(?:(?:totally|really|so|absolutely|definitely|just|also|still)\s+)?"
+    r"(?:love|loved|adore|adored|hate|hated|enjoyed|miss|missed|agree|hope|wish|guess|bet)\b",
+    re.IGNORECASE,
+)
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _names_speaker(text: str, speaker: str) -> bool:
+    return re.search(rf"\b{re.escape(speaker)}\b", text) is not None
 
 
 def _unique(mentions: Iterable[EntityMention]) -> tuple[EntityMention, ...]:
@@ -958,7 +903,7 @@ class RulesExtractor:
     ) -> tuple[list[Turn], _Context]:
         turns = [t for t in exchange.turns if t.text.strip()]
         context = _Context(
-            agent=agent_name.strip().casefold(),
+            agent=BankAgent(agent_name),
             persons=self._persons,
             known=self._known_index(known_entities),
             session_time=exchange.when,
@@ -1004,9 +949,10 @@ class RulesExtractor:
                 for w in sp.words
             )
         )
+        context.names = names
         facts: list[ExtractedFact] = []
         for group in _plan(turns, names):
-            built = [context.fact(piece) for piece in group.pieces]
+            built = [f for f in (context.fact(piece) for piece in group.pieces) if f is not None]
             if len(built) == 2:
                 base = len(facts)
                 cause, effect = (0, 1) if group.cause_first else (1, 0)
@@ -1024,7 +970,7 @@ class RulesExtractor:
 
 @dataclass
 class _Context:
-    agent: str
+    agent: BankAgent
     persons: set[str]  # casefolded names of speakers
     known: _KnownIndex
     session_time: datetime | None
@@ -1034,22 +980,19 @@ class _Context:
     products: set[str] = field(default_factory=set)  # names used as a tool in the exchange
     # The last time expression seen in each turn, for its later statements.
     turn_time: dict[str, tuple[datetime, datetime]] = field(default_factory=dict)
+    # Names set aside when telling a filler from a statement (casefolded).
+    names: frozenset[str] = frozenset()
 
-    def fact(self, piece: _Piece) -> ExtractedFact:
+    def fact(self, piece: _Piece) -> ExtractedFact | None:
+        """The fact a piece makes, or None when it says nothing worth a memory."""
         turns = tuple(dict.fromkeys(turn for turn, _ in piece.segments))
         when = next((t.timestamp for t in turns if t.timestamp is not None), self.session_time)
+        said = self._said(piece)
+        if said is None:
+            return None
+        text, network, confidence = said
         start, end = self._occurred(piece, when)
-        # A question and its answer are a fact about the exchange, never an opinion.
-        confidence = None if piece.question else self._opinion(piece)
-        if confidence is not None:
-            network = Network.OPINION
-        elif self._agent_speaks_for_self(piece):
-            network = Network.EXPERIENCE
-        else:
-            network = Network.WORLD
-        text = _with_date(
-            self._narrate(piece), describe_interval(start, end) if start and end else None
-        )
+        text = _with_date(text, describe_interval(start, end) if start and end else None)
         return ExtractedFact(
             text=text,
             network=network,
@@ -1065,21 +1008,109 @@ class _Context:
 
     # -- parts of a fact --
 
-    def _narrate(self, piece: _Piece) -> str:
+    def _keep(self) -> frozenset[str]:
+        """Words that keep their capital at the start of a reported clause: names."""
+        return frozenset(self.persons) | frozenset(self.mid_sentence) | self.names
+
+    def _said(self, piece: _Piece) -> tuple[str, Network, float | None] | None:
+        """(text, network, confidence) of a piece: what it says, who holds it."""
         if piece.caption:
             ((turn, caption),) = piece.segments
-            inner = caption.strip("[] ").removeprefix("image:").strip()
-            if not turn.speaker.strip():
-                return caption
-            if inner.lower().startswith(("a ", "an ")):
-                return f"{turn.speaker} shared {inner}"
-            return f"{turn.speaker} shared an image: {inner}"
+            owned = self.agent.is_agent(turn.speaker)
+            network = Network.EXPERIENCE if owned else Network.WORLD
+            return self._caption(turn, caption), network, None
         if piece.question:
-            (q_turn, question), (a_turn, answer) = piece.segments
-            body = _in_own_voice(answer, a_turn.speaker, q_turn.speaker, prefix=False)
-            return f"{q_turn.speaker} asked: {question} {a_turn.speaker} answered: {body}"
+            return self._answered(piece)
         ((turn, text),) = piece.segments
-        return _in_own_voice(text, turn.speaker, piece.addressee)
+        body = self._statement(text, turn, piece.addressee)
+        if body is None:
+            return None
+        return (_capitalised(body), *self._network(turn, _CAPTION.sub("", text)))
+
+    def _network(self, holder: Turn, text: str) -> tuple[Network, float | None]:
+        """Only the bank's own agent holds opinions and has experience (networks.py):
+        anyone else's belief, preference or deed is a world fact about them."""
+        if not self.agent.owns(holder.speaker):
+            return Network.WORLD, None
+        confidence = _opinion_of(text)
+        if confidence is not None:
+            return Network.OPINION, confidence
+        if self.agent.is_agent(holder.speaker) and _FIRST_PERSON.search(text):
+            return Network.EXPERIENCE, None
+        return Network.WORLD, None
+
+    def _caption(self, turn: Turn, caption: str) -> str:
+        inner = caption.strip("[] ").removeprefix("image:").strip()
+        if not turn.speaker.strip():
+            return caption
+        who = "I" if self.agent.is_agent(turn.speaker) else turn.speaker
+        if inner.lower().startswith(("a ", "an ")):
+            return f"{who} shared {inner}"
+        return f"{who} shared an image: {inner}"
+
+    def _statement(
+        self, text: str, turn: Turn, listener: str | None, answer: bool = False
+    ) -> str | None:
+        """One statement as a fact that reads on its own (narrate.py), or None when
+        it says nothing worth a memory ("Guilty!", "Don't be.")."""
+        speaker = turn.speaker
+        _, stripped = strip_opener(text, self.names)
+        if not stripped or not worth_keeping(stripped, self.names, answer=answer):
+            return None
+        if not speaker.strip():
+            return text  # a note without a speaker (retained over HTTP) stays as written
+        stripped = _capitalised(supply_subject(stripped))
+        if self.agent.owns(speaker):
+            # The agent's own voice: its first person stays, "you" is whom it told.
+            return rewrite_pronouns(stripped, speaker, listener, first=False, you=bool(listener))
+        if _ELIDED_SUBJECT.match(stripped):
+            stripped = f"I {stripped[0].lower()}{stripped[1:]}"  # "Love that painting!"
+        if rewrite_is_safe(stripped) and _FIRST_PERSON.search(stripped):
+            body = rewrite_pronouns(stripped, speaker, listener)
+            if _names_speaker(body, speaker):
+                return body  # "Yesterday Ann went …": the speaker is named in it
+        full = rewrite_pronouns(stripped, speaker, listener, you=bool(listener), we=True)
+        if _names_speaker(full, speaker) and not _QUOTED.search(stripped):
+            return full
+        return reported(full, speaker, listener, _judges(stripped), self._keep())
+
+    def _answered(self, piece: _Piece) -> tuple[str, Network, float | None] | None:
+        """A question and its answer as one statement of the one who answers."""
+        (q_turn, question), (a_turn, answer) = piece.segments
+        asker, answerer = q_turn.speaker, a_turn.speaker
+        asker_is_agent, answerer_is_agent = (
+            self.agent.is_agent(asker),
+            self.agent.is_agent(answerer),
+        )
+        polarity, rest = strip_opener(answer, self.names)
+        body = self._statement(rest, a_turn, asker, answer=True) if rest else None
+        asked = ask(question, "" if asker_is_agent else asker, answerer, answerer_is_agent)
+        head = ""
+        if asked is not None and asked.kind == "yesno" and polarity is not None:
+            head = asked.positive if polarity == "yes" else asked.negative
+        if head:
+            head = head[0].upper() + head[1:]
+            # An answer that says enough on its own needs no restated question.
+            if body and _words(body) >= QA_STANDALONE_WORDS:
+                text = body
+            else:
+                text = f"{head}: {lower_first(body, self._keep())}" if body else head
+            claim = f"{head}. {rest}"
+        else:
+            who = "I" if asker_is_agent else asker or "Someone"
+            whom = "me" if answerer_is_agent else answerer or "someone"
+            if asked is not None:
+                intro = f"{who} asked {whom} {asked.indirect}"
+            else:
+                intro = f'{who} asked {whom} "{question.strip()}"'
+            if body:
+                text = f"{intro}; {lower_first(body, self._keep())}"
+            elif polarity is not None:
+                text = f"{intro}; {'I' if answerer_is_agent else answerer} said {polarity}"
+            else:
+                return None
+            claim = rest
+        return (text, *self._network(a_turn, _CAPTION.sub("", claim)))
 
     def _occurred(
         self, piece: _Piece, when: datetime | None
@@ -1099,25 +1130,6 @@ class _Context:
         if inherited is not None and _PAST.search(piece.segments[-1][1]):
             return inherited
         return _day(when)
-
-    def _opinion(self, piece: _Piece) -> float | None:
-        # A question ("do you think…?") states no belief; only the answer can,
-        # and an image caption describes, it does not judge.
-        if piece.caption:
-            return None
-        _, text = piece.segments[-1]
-        return opinion_confidence(_CAPTION.sub("", text))
-
-    def _agent_speaks_for_self(self, piece: _Piece) -> bool:
-        if not self.agent:
-            return False
-        for index, (turn, text) in enumerate(piece.segments):
-            if turn.speaker.strip().casefold() != self.agent:
-                continue
-            asked = piece.question and index == 0
-            if asked or _FIRST_PERSON.search(_CAPTION.sub("", text)):
-                return True
-        return False
 
     def entities_of(self, piece: _Piece) -> tuple[EntityMention, ...]:
         mentions: list[EntityMention] = []
@@ -1176,7 +1188,7 @@ class _Context:
                 return []  # a keyword or shouting: "CONCURRENTLY", "INTENSE"
             if "&" in word and all(len(part) <= 1 for part in word.split("&")):
                 return []  # "R&R", "Q&A"
-            if _apostrophes(word).casefold() in _COMMON_ABBREVIATIONS:
+            if apostrophes(word).casefold() in _COMMON_ABBREVIATIONS:
                 return []
             if span.initial and words is span.words and not self._stands_alone(word):
                 return []

@@ -201,6 +201,13 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE units ADD COLUMN tags VARCHAR[] DEFAULT []",
         "ALTER TABLE units ADD COLUMN metadata JSON",
     ],
+    # 6: how much each opinion step weighed: the evidence's strength (how plainly it
+    # bears on the opinion) and independence (how much it adds to what the opinion
+    # heard already); NULL for steps recorded before, which weighed 1.
+    [
+        "ALTER TABLE opinion_events ADD COLUMN strength DOUBLE",
+        "ALTER TABLE opinion_events ADD COLUMN independence DOUBLE",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -52,6 +52,34 @@ def test_rename_an_entity(qtbot, window):
     qtbot.waitUntil(lambda: "Renamed One" in world.model.entity_names.values())
 
 
+def test_a_merge_hint_is_shown_and_reviewed_never_applied(qtbot, window, monkeypatch):
+    bank = window.state.bank
+    pane = entities_pane(qtbot, window)
+    [hint] = [h for h in bank.merge_hints() if h.source_name == "Beacon 2.0"]
+    assert "possible duplicate" in pane.count_label.text()
+    before = len(bank.entities())
+    # The count's link selects the hinted entity; its detail says why.
+    pane.count_label.linkActivated.emit("hint")
+    qtbot.waitUntil(lambda: pane.current_entity() is not None)
+    assert pane.select_entity("Beacon 2.0")
+    qtbot.waitUntil(lambda: pane.hint_label.isVisible())
+    assert "May be the same as <b>Beacon</b>" in pane.hint_label.text()
+    assert "part of" in pane.hint_label.text()
+    assert len(bank.entities()) == before  # shown, not merged
+    asked = []
+
+    class Review(entities_module.MergeEntityDialog):
+        def exec(self):
+            asked.append((self.source.id, self.target_id()))
+            return QDialog.DialogCode.Rejected
+
+    monkeypatch.setattr(entities_module, "MergeEntityDialog", Review)
+    pane.hint_label.linkActivated.emit("0")
+    # "Review merge…" opens the merge dialog with both chosen; cancelled, nothing changes.
+    assert asked == [(hint.source_id, hint.target_id)]
+    assert len(bank.entities()) == before
+
+
 @pytest.mark.slow
 def test_drag_one_entity_onto_another_asks_to_merge_then_merges(qtbot, window, monkeypatch):
     bank = window.state.bank

@@ -154,6 +154,18 @@ def test_trace_view_reads_every_stage() -> None:
     assert view.channels["semantic"][0].unit_id == "a"
     assert view.channel_notes["semantic"] == "2 ms · x"
     assert view.channel_notes["temporal"] == "not requested"
+    # The time window the query was read as is beside the temporal channel.
+    trace["channels"]["temporal"] = {"ran": True, "ids": [], "scores": [], "ms": 1.0, "note": ""}
+    trace["interval"] = {
+        "start": "2023-08-18T00:00:00",
+        "end": "2023-09-01T00:00:00",
+        "text": "the last two weeks of August 2023",
+        "confidence": 0.9,
+    }
+    assert trace_view(trace).channel_notes["temporal"] == (
+        "1 ms · window 2023-08-18 to 2023-08-31 (read from 'the last two weeks of August"
+        " 2023', confidence 0.90)"
+    )
     row = view.fused[0]
     assert (row.status, row.left, row.tokens, row.rerank_score) == ("skipped", 3, 9, None)
 

@@ -81,6 +81,12 @@ def test_recall_trace_goes_to_a_file_or_a_short_summary(demo_home, tmp_path, cap
     assert 3 <= len(summary) <= 12
     assert any(line.strip().startswith("semantic") and "candidates" in line for line in summary)
     assert "{" not in out
+    # The time window the question was read as, and how surely.
+    assert "window   none: the query names no time" in out
+    assert run(home, "recall", name, "What happened in the last week of March 2025?", "--trace") == 0
+    out = capsys.readouterr().out
+    assert "window   2025-03-25 to 2025-03-31 (read from 'the last week of March 2025'" in out
+    assert "confidence 0.90" in out
 
 
 @pytest.mark.slow
@@ -106,6 +112,13 @@ def test_entities_are_listed(demo_home, capsys):
     assert run(home, "entities", name, "--search", "lisb", "--json") == 0
     found = json.loads(capsys.readouterr().out)
     assert found and all("lisb" in e["name"].lower() for e in found)
+    # Merge hints: pairs that may be one, with why; the command merges nothing.
+    assert run(home, "entities", name, "--hints") == 0
+    out = capsys.readouterr().out
+    assert "“Atlas” is part of “Project Atlas”" in out and "nothing was merged" in out
+    assert run(home, "entities", name, "--hints", "--json") == 0
+    hints = json.loads(capsys.readouterr().out)
+    assert {"source_name", "target_name", "score", "reason"} <= set(hints[0])
 
 
 @pytest.mark.slow

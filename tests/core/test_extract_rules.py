@@ -123,9 +123,20 @@ def test_fact_is_narrative_attributed_dated_and_keeps_the_words() -> None:
     assert fact.text == (
         "Caroline went to the LGBTQ support group yesterday and it was powerful (7 May 2023)."
     )
+    # A judgment that does not name its speaker is what the speaker thinks; a
+    # report is what they said; a request is what they told the listener.
     [fact] = extract(("Caroline", "The transgender stories were so inspiring!"))
-    assert fact.text == "Caroline said: The transgender stories were so inspiring! (8 May 2023)"
+    assert fact.text == "Caroline thinks the transgender stories were so inspiring (8 May 2023)."
     assert fact.mode is ExtractionMode.RULES and fact.model == ""
+    [fact] = extract(("Bob", "We moved back to Ohio."), ("Ann", "Cool."))
+    assert fact.text == "Bob said that they moved back to Ohio (8 May 2023)."
+    [fact] = extract(("Ann", "Hi Bob!"), ("Bob", "Take a look at this map."))
+    assert fact.text == "Bob told Ann to take a look at this map (8 May 2023)."
+    # "you" in a two-person chat is the listener.
+    [fact] = extract(("Ann", "Hi Bob!"), ("Bob", "You know, your garden looks amazing."))
+    assert fact.text == "Bob thinks Ann's garden looks amazing (8 May 2023)."
+    # No transcript frames, and a bare word is no memory.
+    assert extract(("Ann", "Hi Bob!"), ("Bob", "Guilty!")) == []
 
 
 def test_image_caption_is_a_fact_of_its_own_about_what_the_speaker_shared() -> None:
@@ -146,16 +157,20 @@ def test_a_short_answer_is_paired_with_its_question_and_attributed_to_who_answer
     # The reaction "That sounds great." is a filler: no fact of its own.
     [qa] = facts
     assert qa.source_ids == ("t0", "t1")
-    assert qa.text.startswith("Melanie asked: What kind of jobs are you thinking of?")
-    assert "Caroline answered: Caroline is keen on counseling or working in mental health" in (
-        qa.text
+    # The question reported, then the answer: one narrative sentence.
+    assert qa.text == (
+        "Melanie asked Caroline what kind of jobs Caroline is thinking of; Caroline is keen"
+        " on counseling or working in mental health (8 May 2023)."
     )
-    assert "Wow" not in qa.text
     assert {"Melanie", "Caroline"} <= set(names(qa))
-    # A bare "Yes!" takes the sentence after it along.
+    # A yes or a no to a yes/no question asserts the question's statement.
     [qa] = extract(("Ann", "Have you been to Lisbon?"), ("Bob", "Yes! I loved the trams."))
-    assert qa.text.startswith("Ann asked: Have you been to Lisbon? Bob answered: Yes! Bob loved")
+    assert qa.text == "Bob has been to Lisbon: Bob loved the trams (8 May 2023)."
     assert qa.network is Network.WORLD and qa.confidence is None
+    [qa] = extract(("Ann", "Do you have pets?"), ("Bob", "Nope."))
+    assert qa.text == "Bob does not have pets (8 May 2023)."
+    [qa] = extract(("Ann", "Did you go to the concert?"), ("Bob", "Yeah, with my sister."))
+    assert qa.text == "Bob went to the concert: with Bob's sister (8 May 2023)."
 
 
 def test_a_long_answer_stands_alone_and_a_pure_question_is_no_fact() -> None:
@@ -208,15 +223,25 @@ def test_belief_and_preference_cues_are_opinions_ordered_by_hedging() -> None:
         "I think the bridge might hold.",
         "I'm not sure the bridge will hold.",
     ]
-    facts = extract(*[("Bob", t) for t in texts])
+    facts = extract(*[("Bob", t) for t in texts], agent="Bob")
     assert [f.network for f in facts] == [Network.OPINION] * len(texts)
     confidences = [f.confidence for f in facts]
     assert all(c is not None and 0.0 <= c <= 1.0 for c in confidences)
     assert confidences == sorted(confidences, reverse=True)
     assert len(set(confidences)) == len(confidences)
-    # The agent's beliefs are opinions too, not experience.
+    # The agent's beliefs are opinions, in its own first person, not experience.
     [fact] = extract(("Ava", "I believe Alice will enjoy Yosemite."), agent="Ava")
     assert fact.network is Network.OPINION and fact.confidence == pytest.approx(0.6)
+    assert fact.text.startswith("I believe Alice will enjoy Yosemite")
+    # Anyone else's belief or preference is a world fact about them.
+    facts = extract(*[("Bob", t) for t in texts], agent="Ava")
+    assert {f.network for f in facts} == {Network.WORLD}
+    assert all(f.confidence is None for f in facts)
+    [fact] = extract(("Bob", "I love that bridge."))
+    assert fact.network is Network.WORLD and fact.text.startswith("Bob loves that bridge")
+    # A life event told with a judgment is a fact of the event, not a belief.
+    [fact] = extract(("Ava", "My dad passed away last month and it was so hard."), agent="Ava")
+    assert fact.network is Network.EXPERIENCE
 
 
 def test_nouns_and_questions_are_not_opinions() -> None:
@@ -347,7 +372,7 @@ def test_cue_at_sentence_start_links_the_previous_sentence_as_cause() -> None:
     )
     assert greeting.causal == ()
     assert lost.text.startswith("Bob lost Bob's job last spring")
-    assert moved.text.startswith("Bob said: we moved back to Ohio")
+    assert moved.text.startswith("Bob said that they moved back to Ohio")
     # Indexes point into the exchange's whole fact list.
     assert [(c.target_index, c.relation) for c in lost.causal] == [(2, "causes")]
     assert [(c.target_index, c.relation) for c in moved.causal] == [(1, "caused_by")]
@@ -388,9 +413,12 @@ def test_transcript_file_end_to_end(tmp_path: Path) -> None:
     (_, recommended), (_, qa), (second, opinion) = facts
     assert recommended.network is Network.EXPERIENCE
     assert recommended.occurred_start == datetime(2023, 5, 7)
-    assert "Ava recommended Yosemite to Alice yesterday" in recommended.text
+    # The agent's experience is in its first person.
+    assert "I recommended Yosemite to Alice yesterday" in recommended.text
     assert len(qa.source_ids) == 2 and "Curry Village" in names(qa)
-    assert opinion.network is Network.OPINION
+    # Alice is not the agent: her belief is a world fact about her.
+    assert opinion.network is Network.WORLD
+    assert opinion.text.startswith("Alice thinks Yosemite was the best trip ever")
     assert opinion.mentioned_at == datetime(2023, 5, 20)
     assert second.session != facts[0][0].session
     ids = {t.id for t in document.turns}

@@ -39,6 +39,7 @@ def moves(bank, needle: str) -> list[str]:
 
 
 def test_the_holder_judging_the_same_thing_again_moves_it(bank) -> None:
+    bank.set_profile(agent_name="Melanie")  # only the bank's agent holds opinions
     bank.ingest(
         conversation(
             "pottery",
@@ -49,10 +50,16 @@ def test_the_holder_judging_the_same_thing_again_moves_it(bank) -> None:
         ),
         mode="rules",
     )
-    assert moves(bank, "loves pottery") == ["reinforce", "contradict"]
+    assert moves(bank, "I love pottery") == ["reinforce", "contradict"]
+    # Judging it again is evidence, not a second belief; taking it back is the
+    # revised belief, an opinion of its own.
+    opinions = [u.text for u in bank.units(Network.OPINION, limit=None)]
+    assert not any("was awesome" in t for t in opinions), opinions
+    assert any("no longer enjoy" in t for t in opinions), opinions
 
 
 def test_small_talk_answers_and_the_listeners_things_move_nothing(bank) -> None:
+    bank.set_profile(agent_name="Caroline")
     bank.ingest(
         conversation(
             "chat",
@@ -74,11 +81,12 @@ def test_small_talk_answers_and_the_listeners_things_move_nothing(bank) -> None:
         ),
         mode="rules",
     )
-    assert moves(bank, "that painting's amazing") == []
     assert moves(bank, "adoption is wonderful") == []
     # Judging the chat itself is small talk: never an opinion that could move.
     opinions = [u.text for u in bank.units(Network.OPINION, limit=None)]
     assert not any("great talking" in text for text in opinions), opinions
+    # "That painting" is a thing pointed at in the chat, no subject a belief is about.
+    assert not any("painting's amazing" in text for text in opinions), opinions
 
 
 def test_a_shared_date_or_name_is_not_a_shared_subject() -> None:

@@ -45,6 +45,27 @@ def test_interval_proximity_edges():
     assert interval_proximity(datetime(2023, 1, 1), datetime(2023, 12, 31), *q) > 0
 
 
+def test_the_time_weighs_as_surely_as_it_was_read():
+    now = datetime(2024, 1, 1)
+    ranker = HeuristicReranker(time_weight=0.5, recency_weight=0.0)
+    [june] = [Candidate("b", "y", "world", 0.02, 1, occurred_start=datetime(2023, 6, 16))]
+    window = (datetime(2023, 6, 1), datetime(2023, 7, 1))
+    sure = ranker.score("q", [june], RerankContext(now, *window, interval_confidence=1.0))
+    vague = ranker.score("q", [june], RerankContext(now, *window, interval_confidence=0.3))
+    assert sure == [pytest.approx(1.0 + 0.5)] and vague == [pytest.approx(1.0 + 0.5 * 0.3)]
+
+
+def test_an_open_window_favours_the_side_that_was_named():
+    from core.timeparse import OPEN_START
+
+    # "as of December 2023": the latest state before its end counts most.
+    as_of = (OPEN_START, datetime(2024, 1, 1))
+    late = interval_proximity(datetime(2023, 12, 20), None, *as_of)
+    early = interval_proximity(datetime(2023, 3, 1), None, *as_of)
+    assert late > 0.5 > early > 0
+    assert interval_proximity(datetime(2024, 2, 1), None, *as_of) == 0.0
+
+
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory):
     """A 2-layer, 32-wide BERT with one output and random weights, exported to

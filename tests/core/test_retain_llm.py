@@ -141,6 +141,10 @@ def test_llm_mode_end_to_end(bank, fake_ollama: FakeOllama) -> None:
     assert all(u.extraction_mode is ExtractionMode.LLM and u.model == MODEL for u in units)
     networks = {u.network for u in units}
     assert networks == {Network.WORLD, Network.EXPERIENCE, Network.OPINION}
+    # The model filed Alice's "I love hiking" as an opinion; Alice is not the bank's
+    # agent (Bob is), so what she loves is a world fact about her.
+    [hiking] = [u for u in units if "love hiking" in u.text]
+    assert hiking.network is Network.WORLD and hiking.confidence is None
     # What went over the wire: the extraction schema as `format`, low temperature.
     extracts = [b for b in fake_ollama.chat_requests if kind_of(b) == "extract"]
     assert len(extracts) == 2 and extracts[0]["format"] == FACT_SCHEMA
@@ -297,14 +301,17 @@ def test_llm_contradiction_rewrites_the_opinion(bank, fake_ollama: FakeOllama) -
     assert report.opinions_updated >= 1
     updated = bank.unit(opinion.id)
     assert updated.text == revised
-    assert updated.confidence == pytest.approx(max(before - 0.2, 0.0))
+    # −2α, weighed by the model's strength (1: not given) and the evidence's
+    # independence (½: Alice, who holds the opinion, says so herself).
+    assert updated.confidence == pytest.approx(max(before - 0.2 * 0.5, 0.0))
     events = bank.opinion_events(opinion.id)
     assert [e.relation for e in events][:2] == ["formed", "contradict"]
     contradict = events[1]
     assert contradict.confidence_before == pytest.approx(before)
     assert contradict.confidence_after == pytest.approx(updated.confidence)
     assert contradict.old_text == opinion.text and contradict.new_text == revised
-    assert contradict.reason == "Alice now says she hates the crowds there."
+    assert contradict.reason.startswith("Alice now says she hates the crowds there.")
+    assert (contradict.strength, contradict.independence) == (1.0, 0.5)
     evidence = bank.unit(contradict.evidence_id)
     assert "crowded" in evidence.text
     # The rewritten text is what the lexical index finds now.

@@ -6,7 +6,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from core.retain.observations import observation_sources, rules_profile, third_person
+from core.retain.observations import (
+    compose_profile,
+    observation_sources,
+    rules_profile,
+    third_person,
+)
 from core.retain.opinions import Relation, apply_evidence, assess_rules, polarity
 from core.types import Document, Entity, Network, Turn
 
@@ -57,6 +62,7 @@ def one(title: str, day: datetime, speaker: str, text: str) -> Document:
 
 @pytest.mark.slow
 def test_opinion_trajectory_with_events(bank) -> None:
+    bank.set_profile(agent_name="Alice")
     formed = bank.ingest(one("d1", DAY, "Alice", "I love hiking in Yosemite."), mode="rules")
     assert formed.facts == {"opinion": 1} and formed.opinions_formed == 1
     [opinion] = bank.units(Network.OPINION, limit=None)
@@ -70,7 +76,8 @@ def test_opinion_trajectory_with_events(bank) -> None:
     )
     assert again.duplicates_merged == 1 and bank.count(Network.OPINION) == 1
     c1 = bank.unit(opinion.id).confidence
-    assert c1 == pytest.approx(min(c0 + 0.1, 1.0))
+    # α weighed by independence: the holder saying it again counts half.
+    assert c1 == pytest.approx(min(c0 + 0.1 * 0.5, 1.0))
 
     # Contradicted: a new opinion forms, and the old one drops by 2α.
     contra = bank.ingest(
@@ -79,7 +86,9 @@ def test_opinion_trajectory_with_events(bank) -> None:
     )
     assert contra.opinions_formed == 1 and contra.opinions_updated == 1
     c2 = bank.unit(opinion.id).confidence
-    assert c2 == pytest.approx(max(c1 - 0.2, 0.0))
+    step = bank.opinion_events(opinion.id)[-1]
+    assert 0 < step.strength <= 1 and step.independence == 0.5
+    assert c2 == pytest.approx(max(c1 - 0.2 * step.strength * 0.5, 0.0))
     assert bank.unit(opinion.id).text == opinion.text  # rules never rewrite
 
     events = bank.opinion_events(opinion.id)
@@ -94,7 +103,8 @@ def test_opinion_trajectory_with_events(bank) -> None:
         DAY + timedelta(days=40),
     ]
     hate = bank.unit(events[2].evidence_id)
-    assert hate.network is Network.OPINION and "hates" in hate.text
+    # The revised belief is an opinion of its own, in the holder's first person.
+    assert hate.network is Network.OPINION and "I hate hiking" in hate.text
     assert "opposite polarity" in events[2].reason
     assert events[1].evidence_id == opinion.id  # the restatement was merged into it
     assert set(bank.unit(opinion.id).source_ids) == {"d10", "d20"}
@@ -109,13 +119,16 @@ def test_opinion_trajectory_with_events(bank) -> None:
 
 
 def test_alpha_comes_from_the_bank_config(bank) -> None:
-    bank.set_profile(config={"retain.opinion_alpha": 0.25})
+    bank.set_profile(agent_name="Alice", config={"retain.opinion_alpha": 0.25})
     bank.ingest(one("d1", DAY, "Alice", "I love hiking in Yosemite."), mode="rules")
     [opinion] = bank.units(Network.OPINION, limit=None)
     bank.ingest(
         one("d2", DAY + timedelta(days=3), "Alice", "I hate hiking in Yosemite now."), mode="rules"
     )
-    assert bank.unit(opinion.id).confidence == pytest.approx(max(opinion.confidence - 0.5, 0.0))
+    step = bank.opinion_events(opinion.id)[-1]
+    assert bank.unit(opinion.id).confidence == pytest.approx(
+        max(opinion.confidence - 0.5 * step.weight, 0.0)
+    )
 
 
 # -- observations ---------------------------------------------------------------------
@@ -133,25 +146,37 @@ def test_third_person_and_rules_profile() -> None:
     assert third_person("Alice said: I went home.") == "Alice said: I went home."
     from core.types import Unit
 
-    # Distinct facts (a profile does not repeat near-identical ones).
-    words = (
-        "apple birch cedar delta ember fjord grape harbor igloo jungle kayak lemon mango "
-        "nectar olive pepper quartz raven salmon tulip umber violet walnut xenon yarrow "
-        "zephyr amber basil clover dune"
-    ).split()
-    facts = [
-        Unit(
-            str(i),
-            f"Priya and {words[i]}.",
-            Network.WORLD,
-            occurred_start=DAY + timedelta(days=i),
-        )
-        for i in range(30)
+    # A profile keeps the lasting facts and the life events, not passing moments,
+    # and names exactly the facts it used.
+    trivia = [
+        "Deborah shared a photo of a sunset over the beach.",
+        "Deborah is really excited!",
+        "Deborah shared a photo of a bowl of soup.",
+        "Deborah is so happy today!",
     ]
-    text = rules_profile(Entity("e", "Priya", "person"), facts, limit=5)
-    assert text.startswith("Priya (person; 30 facts, 1 March 2024 to 30 March 2024).")
-    assert text.count("Priya and") == 5
-    assert "Priya and apple." in text and "Priya and dune." in text
+    lasting = [
+        "Deborah teaches yoga at a studio by the beach.",
+        "Deborah's mother passed away last year.",
+        "Deborah has two cats, Luna and Max.",
+    ]
+    texts = trivia[:2] + lasting[:1] + trivia[2:] + lasting[1:] + [
+        "Deborah taught a yoga class for seniors at the studio.",
+        "Deborah adopted a third cat from the shelter.",
+    ]
+    facts = [
+        Unit(str(i), text, Network.WORLD, occurred_start=DAY + timedelta(days=7 * i))
+        for i, text in enumerate(texts)
+    ]
+    composed = compose_profile(Entity("e", "Deborah", "person"), facts, limit=4)
+    assert composed.text.startswith("Deborah (person; 9 facts, 1 March 2024 to 26 April 2024).")
+    for text in lasting:
+        assert text.rstrip(".") in composed.text, composed.text
+    assert not any(t.rstrip("!.") in composed.text for t in trivia), composed.text
+    assert {u.text for u in composed.used} <= set(texts) and len(composed.used) == 4
+    # In time order, each with its date.
+    assert composed.text.index("teaches yoga") < composed.text.index("has two cats")
+    assert "teaches yoga at a studio by the beach (15 March 2024)." in composed.text
+    assert rules_profile(Entity("e", "Deborah", "person"), facts, limit=4) == composed.text
 
 
 @pytest.mark.slow
@@ -186,6 +211,7 @@ def test_observations_are_queued_generated_and_replaced(bank) -> None:
     assert observation.network is Network.OBSERVATION and observation.entity_ids == (priya.id,)
     assert observation.source_ids == ("t0", "t1", "t2")
     assert "Bob said: Bob met Priya" in observation.text, "third person, the agent named"
+    # Its sources are the facts it quotes (here all three: they fit).
     assert set(observation_sources(bank.store.reader(), observation.id)) == {
         u.id for u in bank.units([Network.WORLD, Network.EXPERIENCE], entity=priya.id, limit=None)
     }

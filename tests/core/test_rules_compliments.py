@@ -13,7 +13,7 @@ from core.types import Network, Turn
 SESSION = datetime(2024, 6, 2, 18, 0)
 
 
-def extract(*turns: tuple[str, str]) -> list[ExtractedFact]:
+def extract(*turns: tuple[str, str], agent: str = "") -> list[ExtractedFact]:
     exchange = Exchange(
         tuple(
             Turn(f"t{i}", speaker, text, SESSION, "s1", i)
@@ -21,7 +21,7 @@ def extract(*turns: tuple[str, str]) -> list[ExtractedFact]:
         ),
         "s1",
     )
-    return RulesExtractor().extract(exchange, "", [])
+    return RulesExtractor().extract(exchange, agent, [])
 
 
 def test_praise_of_the_listeners_person_is_phatic() -> None:
@@ -58,6 +58,7 @@ def test_rules_extraction_stores_no_compliment_as_an_opinion() -> None:
     facts = extract(
         ("Tamsin", "I finished the mural at the Quellmoor library last week."),
         ("Odran", "Your mural looks amazing! Your dedication is inspiring. The library was great."),
+        agent="Odran",
     )
     opinions = [f.text for f in facts if f.network is Network.OPINION]
     assert not any("mural" in t or "dedication" in t for t in opinions), opinions

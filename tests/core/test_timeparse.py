@@ -578,3 +578,44 @@ def test_a_day_of_the_month_before_after_or_before_is_a_date():
 def test_a_yearless_date_in_the_turns_year_when_its_own_clause_looks_ahead(sentence, said, start):
     [when] = find_time_expressions(sentence, said)
     assert when.start == start
+
+
+# -- time anchored to a date, bounds, and how surely a question's time is read --------
+
+NOV = datetime(2023, 11, 17)
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end", "confidence"),
+    [
+        # A part of a named span, counted: not "the last two weeks" before now.
+        ("What did Caroline do in the last two weeks of August 2023?", d(2023, 8, 18),
+         d(2023, 9, 1), 0.9),
+        ("the first 3 days of May 2023", d(2023, 5, 1), d(2023, 5, 4), 0.9),
+        # A weekday told against a date.
+        ("What did Gina do the Monday before July 24, 2023?", d(2023, 7, 17), d(2023, 7, 18),
+         1.0),
+        ("the Friday after 3 June 2023", d(2023, 6, 9), d(2023, 6, 10), 1.0),
+        # A vague word gives way to the date beside it.
+        ("What did Jon do recently on 4 February, 2023?", d(2023, 2, 4), d(2023, 2, 5), 1.0),
+        # Bounds: up to the end of a month, or from a month on.
+        ("What was Jon's job as of December 2023?", OPEN_START, d(2024, 1, 1), 0.7),
+        ("What did Mel do before June 2023?", OPEN_START, d(2023, 6, 1), 0.7),
+        ("What has Mel done since May 2023?", d(2023, 5, 1), NOV, 0.9),
+        # How surely: relative, a guessed year, "recently".
+        ("What did Melanie do last weekend?", d(2023, 11, 11), d(2023, 11, 13), 0.8),
+        ("What did she do in June?", d(2023, 6, 1), d(2023, 7, 1), 0.5),
+        ("What did Mel do recently?", d(2023, 10, 18), d(2023, 11, 18), 0.3),
+    ],
+)  # fmt: skip
+def test_a_question_s_time_and_how_surely_it_is_read(query, start, end, confidence):
+    iv = query_interval(query, NOV)
+    assert (iv.start, iv.end) == (start, end)
+    assert iv.confidence == pytest.approx(confidence)
+
+
+def test_a_weekday_told_against_an_event_is_not_guessed():
+    assert query_interval("What did they do the Sunday after the wedding?", NOV) is None
+    # Without "the", "before" is no anchor: "on Monday before noon" is that Monday.
+    iv = query_interval("We met on Monday before noon", NOV)
+    assert iv is not None and iv.start == d(2023, 11, 13)

@@ -10,16 +10,17 @@ from core import Engine
 from core.server import ServedBanks, start_server
 from tests.server.conftest import TOKEN
 
+# Alice is the bank's agent: her beliefs are its opinions.
 TURNS = [
     ("Alice", "I think Python is the best language for data work.", "2024-03-01T10:00:00"),
-    ("Bob", "I believe remote work is better than office work.", "2024-03-01T10:05:00"),
+    ("Alice", "I believe Bob that remote work is better than office work.", "2024-03-01T10:05:00"),
     ("Alice", "I love hiking with Bob in the Alps.", "2024-03-02T09:00:00"),
 ]
 
 
 @pytest.fixture
 def bank(http, bank_id):
-    http.put(f"/v1/default/banks/{bank_id}", json={}).raise_for_status()
+    http.put(f"/v1/default/banks/{bank_id}", json={"name": "Alice"}).raise_for_status()
     items = [
         {
             "content": text,
@@ -103,7 +104,7 @@ def test_curation_edit_rename_merge_split_undo_redo_audit(served, http, bank):
         "Bob prefers remote work."
     )
     http.post(api(bank, "/undo")).raise_for_status()
-    assert "believes" in http.get(api(bank, f"/units/{unit_id}")).json()["unit"]["text"]
+    assert "I believe" in http.get(api(bank, f"/units/{unit_id}")).json()["unit"]["text"]
     http.post(api(bank, "/redo")).raise_for_status()
     assert http.get(api(bank, f"/units/{unit_id}")).json()["unit"]["text"] == (
         "Bob prefers remote work."
