@@ -99,7 +99,7 @@ $(LLM_VENV)/.installed: tests/model/requirements.txt tests/model/models.txt test
 
 # Ingests the demo conversations in llm mode with the real model, rebuilds the
 # observations, reflects and compares; fails on a crash, a half-write or a
-# chunk dropped without a word. ENGRAM_TEST_MODEL_DOCS=N takes the first N files.
+# chunk dropped without a word. ENGRAM_TEST_MODEL_DOCS=06,08 takes those files (first:N the first N).
 test-model: $(VENV)/.installed-dev $(DATA) $(LLM_VENV)/.installed
 	ENGRAM_LLAMA_PYTHON=$(LLM_PY) QT_QPA_PLATFORM=offscreen \
 		$(BIN)/python -m pytest -q tests/model --timeout 0 -x

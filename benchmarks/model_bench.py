@@ -161,7 +161,7 @@ def table(rows: list[dict]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", default="", help="demo file prefixes (06,08) or a count")
+    parser.add_argument("--docs", default="", help="demo file prefixes (06,08), or first:N")
     parser.add_argument("--models", default="", help="model names (default: every assembled)")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out"))
@@ -180,14 +180,15 @@ def main() -> int:
         folder = Path(scratch)
         with Engine(folder / "home", embedder=shared_embedder()) as engine:
             rows.append(run(engine, "rules", files, "rules", None))
-            server = LlamaServer(folder, models)
-            try:
-                for name, _path in models:
-                    settings = LlmSettings(host=server.url, model=name, timeout=args.timeout)
-                    with LanguageModel(settings) as lm:
-                        rows.append(run(engine, name, files, "llm", lm))
-            finally:
-                server.stop()
+            if models:  # --models none: rules alone
+                server = LlamaServer(folder, models)
+                try:
+                    for name, _path in models:
+                        settings = LlmSettings(host=server.url, model=name, timeout=args.timeout)
+                        with LanguageModel(settings) as lm:
+                            rows.append(run(engine, name, files, "llm", lm))
+                finally:
+                    server.stop()
     text = table(rows)
     print(f"\nfiles: {', '.join(p.name for p in files)}\n\n{text}")
     out = Path(args.out)

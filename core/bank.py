@@ -25,6 +25,7 @@ from core.journal import (
     ActivityNotFoundError,
 )
 from core.journal import KINDS as ACTIVITY_KINDS
+from core.limits import BACKGROUND_CHARS, NAME_CHARS, FieldError, check_text
 from core.progress import CancelToken, Progress, check, report
 from core.store.bank_store import BankStore, utcnow
 from core.store.units import (
@@ -112,6 +113,10 @@ class Bank:
         disposition: Disposition | None = None,
         config: dict[str, Any] | None = None,
     ) -> Change:
+        check_text("background", background, BACKGROUND_CHARS)
+        check_text("agent_name", agent_name, NAME_CHARS)
+        if config is not None and not isinstance(config, Mapping):
+            raise FieldError("config", "must be a table of settings (key: value)", "dict_type")
         stored, _ = self.handle.stored_profile()
         if background is not None:
             stored["background"] = background

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.context import Caller, acting_as, current_caller
+from core.context import HOP_TRANSPORTS, Caller, acting_as, current_caller
 from core.server.guard import CALLER_KEY
 
 
@@ -21,6 +21,8 @@ def caller_of(ctx: Any) -> Caller:
     caller = scope.get(CALLER_KEY) if isinstance(scope, dict) else None
     if not isinstance(caller, Caller):
         caller = current_caller()
+    if caller.transport in HOP_TRANSPORTS:
+        return caller  # a local tool's hop: it named its own client already (`engram mcp`)
     try:
         params = ctx.session.client_params
     except (AttributeError, ValueError):

@@ -32,6 +32,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from core.engine import Engine
 from core.server.errors import public
 from core.server.mcp_tools import build_mcp
+from core.server.mcp_wire import run_guarded
 from core.server.owner import Owner, find_owner
 from core.server.served import ServedBanks
 
@@ -127,6 +128,8 @@ class BridgingServer(MCPServer):
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
+        from core.context import HOP_HEADER, hop_header
+
         url = f"{owner.url}/mcp/{quote(self.bank, safe='')}/"
         try:
             token = owner.token()
@@ -137,7 +140,10 @@ class BridgingServer(MCPServer):
             ) from None
         try:
             # The SDK's own timeouts: 30 s to connect, 300 s between reads.
-            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            # Who asks goes along: the owner records `mcp (client)` over stdio, as here.
+            http = create_mcp_http_client(
+                headers={"Authorization": f"Bearer {token}", HOP_HEADER: hop_header()}
+            )
             async with (
                 http,
                 streamable_http_client(url, http_client=http) as (read, write, *_),
@@ -163,6 +169,7 @@ def run_stdio(engine: Engine, bank: str, *, idle: float = IDLE) -> None:
     server = build_mcp(leased, per_bank=True, default_bank=bank, server_class=BridgingServer)
     server.bank, server.leased = bank, leased
     try:
-        anyio.run(server.run_stdio_async)
+        # Every line answered, the unreadable ones too (core/server/mcp_wire.py).
+        anyio.run(run_guarded, server)
     finally:
         leased.close()

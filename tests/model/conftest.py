@@ -88,9 +88,10 @@ def demo_files() -> list[Path]:
     files = sorted(p for p in DEMO.iterdir() if p.suffix in (".txt", ".json", ".jsonl"))
     files = [p for p in files if p.name not in ("queries.txt", "bank.json")]
     # ENGRAM_TEST_MODEL_DOCS: a count (the first N files) or file-name prefixes ("06,08").
+    # ("06" is the file 06-…, not six files: a count is "first:N").
     chosen = os.environ.get("ENGRAM_TEST_MODEL_DOCS", "").strip()
-    if chosen.isdigit():
-        return files[: int(chosen)]
+    if chosen.startswith("first:"):
+        return files[: int(chosen.split(":", 1)[1])]
     if chosen:
         prefixes = [c.strip() for c in chosen.split(",") if c.strip()]
         return [p for p in files if any(p.name.startswith(x) for x in prefixes)]
