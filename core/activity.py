@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 # Never kept: the progress callback, the cancel token, a language model client.
 NOT_KEPT = frozenset({"self", "progress", "cancel", "llm"})
+PROFILE_WRITES = frozenset({"set_profile", "reset_config"})  # the journal's settings may change
+SETTINGS_TTL = 5.0  # seconds
 _inside: contextvars.ContextVar[bool] = contextvars.ContextVar("engram_journaled", default=False)
 
 
@@ -54,14 +56,13 @@ class Activity:
         self._settings: tuple[int, Mapping[str, Any]] | None = None
 
     def settings(self) -> Mapping[str, Any]:
-        """The bank's `journal.*` settings, read again only after a write."""
-        generation = self.handle.store.generation
-        if self._settings is None or self._settings[0] != generation:
+        """The bank's `journal.*` settings: read again after the profile changed
+        through this bank, or after SETTINGS_TTL (not on every write: a recall's
+        access count is one, and reading the profile costs half a millisecond)."""
+        now = time.monotonic()
+        if self._settings is None or now - self._settings[0] > SETTINGS_TTL:
             config = self.handle.config
-            self._settings = (
-                generation,
-                {k: v for k, v in config.items() if k.startswith("journal.")},
-            )
+            self._settings = (now, {k: v for k, v in config.items() if k.startswith("journal.")})
         return self._settings[1]
 
     def recording(self) -> bool:
@@ -72,6 +73,13 @@ class Activity:
         return float(s.get("journal.keep_days", 0) or 0), float(s.get("journal.keep_mb", 0) or 0)
 
     def run(self, kind: str, operation: str, arguments: dict[str, Any], call: Callable[[], Any]):
+        try:
+            return self._run(kind, operation, arguments, call)
+        finally:
+            if operation in PROFILE_WRITES:
+                self._settings = None  # journal.record or its bounds may have changed
+
+    def _run(self, kind: str, operation: str, arguments: dict[str, Any], call: Callable[[], Any]):
         if _inside.get() or self.handle.store.closed or not self._recording_safely():
             return call()
         asked = _Call(kind, operation, arguments, current_caller())
@@ -258,7 +266,7 @@ def summarize(
     audits = [n[2] for n in notes if isinstance(n, tuple) and n and n[0] == "audit"]
     if audits:
         return "; ".join(audits)
-    if operation in ("ingest", "reingest_document"):
+    if operation in ("ingest", "reingest_document", "append_turns"):
         facts = getattr(result, "facts_total", 0)
         docs = getattr(result, "documents_ingested", 0)
         skipped = getattr(result, "documents_skipped", 0)
@@ -289,6 +297,8 @@ def summarize(
     if operation == "set_profile":
         changed = [k for k, v in arguments.items() if v is not None]
         return "changed the bank's " + (", ".join(changed) or "profile")
+    if operation == "reset_config":
+        return "reset the bank's settings to the defaults"
     if operation == "repair":
         return "repaired the indexes"
     return operation.replace("_", " ")

@@ -151,6 +151,7 @@ class Bank:
         kept = stored.get("config")
         return dict(kept) if isinstance(kept, dict) else {}
 
+    @journaled(CURATE)
     def reset_config(self) -> Change:
         """Every setting back to its default (the disposition and background stay)."""
         stored, _ = self.handle.stored_profile()
