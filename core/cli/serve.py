@@ -32,6 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"address (default {DEFAULT_HOST})")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port; 0 picks a free one")
+    serve.add_argument(
+        "--certfile",
+        help="serve over HTTPS with this PEM certificate (clients verify it: give them its CA)",
+    )
+    serve.add_argument("--keyfile", help="the certificate's PEM private key (if not in --certfile)")
     serve.set_defaults(handler=run_serve)
 
     mcp = sub.add_parser(
@@ -47,10 +52,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_serve(args, engine: Engine) -> int:
     from core.server import ServedBanks, api_token, start_server
-    from core.server.running import check_bind
+    from core.server.running import Certificate, check_bind
     from core.server.token import ENV, token_file
 
     check_bind(args.host)  # before loading anything
+    if args.keyfile and not args.certfile:
+        print("engram: --keyfile needs --certfile", file=sys.stderr)
+        return 2
+    certificate = Certificate(args.certfile, args.keyfile) if args.certfile else None
+    if certificate is not None:
+        certificate.check()
     token = api_token(engine.home)
     engine.embedder  # noqa: B018 — loaded once now, so the first request is not the slow one
     served = ServedBanks(engine, open_on_demand=True)
@@ -58,7 +69,7 @@ def run_serve(args, engine: Engine) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        handle = start_server(served, args.host, args.port, token)
+        handle = start_server(served, args.host, args.port, token, certificate=certificate)
     except OSError as error:
         from core.cli.ports import bind_failure
 

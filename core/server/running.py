@@ -76,23 +76,62 @@ class ServerHandle:
         self.stop()
 
 
-def url_of(sock: socket.socket) -> str:
+def url_of(sock: socket.socket, scheme: str = "http") -> str:
     host, port = sock.getsockname()[:2]
     if ":" in host:
         host = f"[{host}]"
-    return f"http://{host}:{port}"
+    return f"{scheme}://{host}:{port}"
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """TLS for the server: uvicorn's own certificate and key files (PEM)."""
+
+    certfile: str
+    keyfile: str | None = None  # None: the key is in the certificate file
+
+    def check(self) -> None:
+        """Refuse files that are not a usable certificate and key, before serving."""
+        import ssl
+
+        for what, path in (("certificate", self.certfile), ("key", self.keyfile)):
+            if path is not None and not os.path.isfile(path):
+                raise InvalidInputError(f"the TLS {what} file {path} does not exist")
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+                self.certfile, self.keyfile
+            )
+        except (ssl.SSLError, OSError) as error:
+            raise InvalidInputError(
+                f"the TLS certificate {self.certfile} and key {self.keyfile or '(in it)'}"
+                f" cannot be used: {error}"
+            ) from None
 
 
 def start_server(
-    served: ServedBanks, host: str, port: int, token: str, **app_options
+    served: ServedBanks,
+    host: str,
+    port: int,
+    token: str,
+    *,
+    certificate: Certificate | None = None,
+    **app_options,
 ) -> ServerHandle:
     """Serve `served` on host:port (0 = a free port) until `stop()`; returns once it
-    accepts connections. Raises InvalidInputError for a non-loopback host without
-    ENGRAM_API_TOKEN, OSError when the address is taken."""
+    accepts connections; over TLS with `certificate`. Raises InvalidInputError for
+    a non-loopback host without ENGRAM_API_TOKEN (TLS or not: encryption is not
+    authentication) or an unusable certificate, OSError when the address is taken."""
     check_bind(host)
+    if certificate is not None:
+        certificate.check()
     sock = bind_socket(host, port)
     app = create_app(served, token, **app_options)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    tls = (
+        {"ssl_certfile": certificate.certfile, "ssl_keyfile": certificate.keyfile}
+        if certificate is not None
+        else {}
+    )
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", **tls)
     server = uvicorn.Server(config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="engram-server", daemon=True
@@ -105,4 +144,4 @@ def start_server(
             sock.close()
             raise RuntimeError("the server did not start")
         time.sleep(0.01)
-    return ServerHandle(url_of(sock), server, thread, sock)
+    return ServerHandle(url_of(sock, "https" if certificate else "http"), server, thread, sock)
