@@ -62,9 +62,15 @@ class ServerHandle:
     _server: uvicorn.Server = field(repr=False)
     _thread: threading.Thread = field(repr=False)
     _sock: socket.socket = field(repr=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
+    _served: ServedBanks | None = field(default=None, repr=False)
 
     def stop(self) -> None:
-        """Stop accepting, finish the requests in flight, and return."""
+        """Stop accepting, finish the requests in flight, and return. The change
+        streams clients follow end at once (they would never finish by themselves)."""
+        self._stopping.set()
+        if self._served is not None:
+            self._served.wake_followers()
         self._server.should_exit = True
         self._thread.join(timeout=30)
         self._sock.close()
@@ -126,6 +132,8 @@ def start_server(
         certificate.check()
     sock = bind_socket(host, port)
     app = create_app(served, token, **app_options)
+    stopping = threading.Event()
+    app.state.stopping = stopping  # read by the change streams (routes_cli.changes)
     tls = (
         {"ssl_certfile": certificate.certfile, "ssl_keyfile": certificate.keyfile}
         if certificate is not None
@@ -144,4 +152,6 @@ def start_server(
             sock.close()
             raise RuntimeError("the server did not start")
         time.sleep(0.01)
-    return ServerHandle(url_of(sock, "https" if certificate else "http"), server, thread, sock)
+    return ServerHandle(
+        url_of(sock, "https" if certificate else "http"), server, thread, sock, stopping, served
+    )

@@ -172,6 +172,13 @@ class ServedBanks:
         """The names of the banks a client may reach (see `infos`)."""
         return [info.name for info in self.infos()]
 
+    def wake_followers(self) -> None:
+        """Wake everyone following a feed (the server is stopping: their streams end)."""
+        with self._guard:
+            feeds = list(self._feeds.values())
+        for feed in feeds:
+            feed.wake()
+
     def feed(self, bank_id: str) -> ChangeFeed:
         """The bank's numbered changes, which clients follow."""
         with self._guard:
