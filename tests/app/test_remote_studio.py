@@ -18,7 +18,7 @@ import app.panes.entities as entities_module
 from app.connections import SETTINGS_KEY, TOKENS_FILE, Connection, saved_connections
 from core import Disposition, Kind, Network, RemoteEngine
 from tests.app.conftest import DEMO, wait_idle
-from tests.support.remote import engram_serve, memory_keyring
+from tests.support.remote import Proxy, engram_serve, memory_keyring
 
 pytestmark = pytest.mark.slow
 
@@ -289,3 +289,69 @@ def test_the_open_bank_is_not_served_again_by_the_studio(qtbot, studio):
     assert window.server._bank is None  # its own server serves it
     assert window.state.engine_for() is window.state.remotes.engine(window.state.bank_url)
     assert window.state.engine_for() is not window.engine
+
+
+@pytest.fixture
+def network(server):
+    """The network between the studio and the server, which the test can cut."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(server)
+    proxy = Proxy((parts.hostname, parts.port))
+    yield proxy
+    proxy.close()
+
+
+def test_a_dropped_connection_is_said_reconnects_and_loses_nothing_typed(
+    qtbot, make_window, network, other, no_keyring
+):
+    window = make_window()
+    dialog = connect(qtbot, window, network.url)
+    qtbot.waitUntil(lambda: closed(dialog), timeout=LONG)
+    open_remote(qtbot, window, network.url)
+    world = window.show_pane("world")
+    qtbot.waitUntil(
+        lambda: world.model.counted and world.model.unit_at(0) is not None, timeout=LONG
+    )
+    world.select_row(0)
+    unit = world.model.unit_at(0)
+    qtbot.waitUntil(lambda: world.detail.unit is not None and world.detail.unit.id == unit.id)
+    world.detail.start_edit()
+    typed = unit.text + " (checked with Maya on the phone)"
+    world.detail.text.setPlainText(typed)
+
+    # The cable is pulled: the studio says so, above the panes and in the status bar.
+    network.cut()
+    qtbot.waitUntil(lambda: window.follower.status == "lost", timeout=LONG)
+    assert window.banner.isVisible()
+    assert "Lost the connection to 127.0.0.1:" in window.banner.text.text()
+    assert window.remote_label.text().endswith("connection lost")
+
+    # Saving now fails, says so, and can be retried; the edit stays as typed.
+    world.detail.save_button.click()
+    qtbot.waitUntil(lambda: bool(window.banner.failed), timeout=LONG)
+    assert "Not saved" in window.banner.text.text() and window.banner.retry_writes.isVisible()
+    assert world.detail.editing and world.detail.text.toPlainText() == typed
+    assert other.unit(unit.id).text == unit.text  # nothing reached the server
+
+    # Another client writes while the studio is cut off.
+    added = other.add_memory("Maya booked the Lisbon offsite for October.", network=Network.WORLD)
+    [new_id] = added.added[Kind.UNIT]
+
+    # The network is back: reconnected, every pane reloaded (the missed write is
+    # there), and the edit in progress is still in progress, as typed.
+    network.restore()
+    window.banner.retry_connect.click()
+    qtbot.waitUntil(lambda: window.follower.status == "live", timeout=LONG)
+    qtbot.waitUntil(lambda: world.model.row_of(new_id) is not None, timeout=LONG)
+    assert window.remote_label.text().endswith("· live")
+    assert world.detail.editing and world.detail.text.toPlainText() == typed
+    assert window.banner.isVisible()  # the unsaved edit is still offered
+
+    # Retry sends the edit that failed: saved now, and the banner has nothing left to say.
+    with qtbot.waitSignal(window.state.changed, timeout=LONG):
+        window.banner.retry_writes.click()
+    wait_idle(qtbot, window.runner, LONG)
+    assert other.unit(unit.id).text == typed
+    qtbot.waitUntil(lambda: not world.detail.editing, timeout=LONG)
+    assert not window.banner.isVisible()

@@ -46,7 +46,12 @@ def engram_serve(home: Path, token: str, *extra: str) -> Iterator[str]:
         yield url
     finally:
         process.terminate()
-        process.wait(timeout=60)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # a loaded machine: do not leave it behind
+            process.kill()
+            process.wait(timeout=30)
+            print(f"engram serve took over a minute to stop: {process.stdout.read()[-2000:]}")
 
 
 class Proxy:
