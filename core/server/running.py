@@ -2,10 +2,13 @@
 
 Binding first means port 0 works (the kernel picks a free port and `url` says
 which) and a bind error is raised to the caller instead of inside the thread.
+The connections go through transport.py (a head timeout, a connection cap
+below the descriptor limit, an event-loop error handler that cannot fail).
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import os
 import socket
@@ -18,9 +21,17 @@ import uvicorn
 from core.server.app import create_app
 from core.server.served import ServedBanks
 from core.server.token import ENV
+from core.server.transport import (
+    HEAD_TIMEOUT,
+    MAX_CONNECTIONS,
+    connection_cap,
+    protocol_class,
+    quiet_exception_handler,
+)
 from core.types import InvalidInputError
 
 START_TIMEOUT = 30.0
+BACKLOG = 64
 
 
 def is_loopback(host: str) -> bool:
@@ -49,7 +60,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
-        sock.listen(128)
+        sock.listen(BACKLOG)
     except OSError:
         sock.close()
         raise
@@ -114,6 +125,13 @@ class Certificate:
             ) from None
 
 
+class _Server(uvicorn.Server):
+    async def startup(self, sockets=None) -> None:
+        # Before the first accept: an error asyncio reports must never stop its loop.
+        asyncio.get_running_loop().set_exception_handler(quiet_exception_handler)
+        await super().startup(sockets)
+
+
 def start_server(
     served: ServedBanks,
     host: str,
@@ -121,12 +139,15 @@ def start_server(
     token: str,
     *,
     certificate: Certificate | None = None,
+    head_timeout: float = HEAD_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
     **app_options,
 ) -> ServerHandle:
     """Serve `served` on host:port (0 = a free port) until `stop()`; returns once it
     accepts connections; over TLS with `certificate`. Raises InvalidInputError for
     a non-loopback host without ENGRAM_API_TOKEN (TLS or not: encryption is not
-    authentication) or an unusable certificate, OSError when the address is taken."""
+    authentication) or an unusable certificate, OSError when the address is taken.
+    `max_connections` is lowered to fit the descriptor limit (transport.connection_cap)."""
     check_bind(host)
     if certificate is not None:
         certificate.check()
@@ -139,8 +160,20 @@ def start_server(
         if certificate is not None
         else {}
     )
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", **tls)
-    server = uvicorn.Server(config)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        http=protocol_class(head_timeout, connection_cap(max_connections)),
+        # Idle kept-alive connections go after this; a stalled head after head_timeout.
+        timeout_keep_alive=5,
+        # asyncio accepts up to `backlog` connections at each wake-up before any of
+        # them reaches the protocol's cap: a burst must fit in the descriptors held back.
+        backlog=BACKLOG,
+        **tls,
+    )
+    server = _Server(config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="engram-server", daemon=True
     )
