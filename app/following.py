@@ -39,6 +39,14 @@ ECHO_SECONDS = 60.0
 LIVE, LOST, CONNECTING = "live", "lost", "connecting"
 
 
+def followed(bank: RemoteBank) -> RemoteBank:
+    """Mark a just-opened remote bank as followed (no request is made): from now on
+    its `name` is kept current by the follower instead of asked of its server each
+    time, so the UI thread reads it without a round trip. Call it in the runner."""
+    bank.changes()  # an unstarted stream: it only marks the bank
+    return bank
+
+
 class BankFollower(QObject):
     changed = Signal(object)  # a Change someone else made
     reloaded = Signal()  # back after a loss, or told some changes were missed: reload all

@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
 from app import theme
 from app.banks import BankList, CreateBankDialog, DeleteBankDialog, RenameBankDialog
 from app.connections import RemoteListing
-from app.following import LIVE, LOST, BankFollower, ConnectionBanner
+from app.following import LIVE, LOST, BankFollower, ConnectionBanner, followed
 from app.jobs import JobsIndicator
 from app.panes import PANES, Pane, PaneSpec
 from app.runner import Job, Runner, describe
@@ -331,7 +331,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Opening “{name}” on {listing.url}…")
         self.state.set_opening(name)
         self.runner.run_query(
-            lambda: engine.open_bank(listing.id),
+            lambda: followed(engine.open_bank(listing.id)),
             lambda bank: self._opened(bank, listing.url),
             lambda e: self._open_failed(e, name),
         )

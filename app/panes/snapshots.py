@@ -261,7 +261,8 @@ class SnapshotsPane(Pane):
         self.state.runner.run_job(
             f"Importing {path.name}{where}",
             lambda progress, cancel: _Imported(
-                engine.import_snapshot(path, name, replace, progress=progress, cancel=cancel)
+                engine.import_snapshot(path, name, replace, progress=progress, cancel=cancel),
+                remote=bool(url),
             ),
             lambda imported: done(imported.bank),
             lambda error: self._failed(self.import_result, error),
@@ -341,6 +342,10 @@ def _diff_remote(bank: Any, a: Any, b: Any, progress: Any, cancel: Any) -> Snaps
 class _Imported:
     """An import result: the bank, and a change record naming it for the bank list."""
 
-    def __init__(self, bank: Bank) -> None:
+    def __init__(self, bank: Bank, *, remote: bool = False) -> None:
+        if remote:  # uploaded to a server: its name is read on the UI thread
+            from app.following import followed
+
+            followed(bank)  # type: ignore[arg-type]
         self.bank = bank
         self.change = Change.of(added={Kind.BANK: [bank.id]})

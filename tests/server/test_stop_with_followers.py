@@ -1,6 +1,7 @@
-"""A server stops promptly while clients follow a bank's changes: their streams
-end (they follow again from where they were), instead of holding the shutdown
-up until uvicorn's join gives up."""
+"""Following a bank's changes: a followed `RemoteBank` knows its name without
+asking (the studio reads it on its UI thread), a rename anywhere reaches it, and
+a server stops promptly while clients follow: their streams end (they follow
+again from where they were) instead of holding the shutdown up."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import threading
 
 import pytest
 
-from core import Engine, RemoteEngine
+from core import Engine, Kind, RemoteEngine
 from core.server import ServedBanks, start_server
 from tests.server.conftest import TOKEN
 from tests.support.embedders import HashEmbedder
@@ -37,6 +38,35 @@ def test_stopping_ends_the_change_streams_followed(tmp_path):
         handle.stop()
         assert ended.wait(10), "the follower's stream outlived the server"
         assert len(seen) == 1 and not seen[0].reset  # the start line, then the end
+    finally:
+        handle.stop()
+        remote.close()
+        served.close()
+        engine.close()
+
+
+@pytest.mark.slow
+def test_a_followed_bank_keeps_its_name_without_asking_and_hears_a_rename(tmp_path):
+    engine = Engine(tmp_path, embedder=HashEmbedder())
+    served = ServedBanks(engine, open_on_demand=True)
+    engine.create_bank("Named").close()
+    handle = start_server(served, "127.0.0.1", 0, TOKEN)
+    remote = RemoteEngine(handle.url, TOKEN, timeout=60)
+    try:
+        bank = remote.open_bank("Named")
+        events = bank.changes()
+        next(events)  # following
+        asked = []
+        post = bank._client.post
+        bank._client.post = lambda path, body: asked.append(path) or post(path, body)
+        assert bank.name == "Named" and asked == []  # no round trip
+        remote.rename_bank("Named", "Renamed")  # through the server (another client)
+        event = next(events)
+        assert event.change.touches(Kind.BANK)
+        assert bank.name == "Renamed"
+        assert [p for p in asked if p.endswith("/call/name")]  # asked once, by the follower
+        bank.stop_following()
+        assert list(events) == []  # ended at once
     finally:
         handle.stop()
         remote.close()
