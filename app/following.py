@@ -7,7 +7,7 @@ studio's own changes do (`StudioState.broadcast`); the changes this studio
 made itself come back on the stream too and are not refreshed twice. When the
 stream breaks (the server stopped, the network went, 45 s without even a
 heartbeat) the follower says the connection is lost and tries again, sooner
-and then less often (1 s doubling to 30 s; "Retry now" at once); once it is
+and then less often (1 s doubling to 30 s; "Reconnect now" at once); once it is
 back every pane reloads what it shows (reads failed meanwhile, and changes
 may have been missed), and the stream goes on from the last change it saw.
 
@@ -159,7 +159,7 @@ class BankFollower(QObject):
 
 class ConnectionBanner(QFrame):
     """Above the panes: the open remote bank's connection when it is not live, and
-    the writes that failed for want of it (Retry sends them again)."""
+    the writes that failed for want of it (Send again retries them)."""
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -172,10 +172,10 @@ class ConnectionBanner(QFrame):
         self.text.setObjectName("connection-text")
         self.text.setWordWrap(True)
         self.text.setTextFormat(Qt.TextFormat.RichText)
-        self.retry_connect = QPushButton("Retry now")
+        self.retry_connect = QPushButton("Reconnect now")
         self.retry_connect.setObjectName("connection-retry")
         self.retry_connect.clicked.connect(self._retry_connect)
-        self.retry_writes = QPushButton("Retry")
+        self.retry_writes = QPushButton("Send again")
         self.retry_writes.setObjectName("connection-retry-writes")
         self.retry_writes.clicked.connect(self.retry_failed)
         self.dismiss = QPushButton("Dismiss")
@@ -234,7 +234,7 @@ class ConnectionBanner(QFrame):
             more = f" and {n - 1} more" if n > 1 else ""
             lines.append(
                 f"<b>Not saved:</b> {_escape(what)}{more} — {_escape(self.failed[-1].message)}."
-                " Retry sends it again."
+                " <i>Send again</i> retries it once the server answers."
             )
         self.text.setText("<br>".join(lines))
         self.retry_connect.setVisible(lost)

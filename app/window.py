@@ -757,7 +757,7 @@ class MainWindow(QMainWindow):
         server = self.state.remotes.servers.get(self.state.bank_url) if self.state.remote else None
         if server is not None:
             # A remote bank's extraction and answers are its server's: its model or rules.
-            self.mode_label.setText(f"Mode: {server.connection.label}'s")
+            self.mode_label.setText("Mode: the server's")
             self.mode_label.setToolTip(
                 "The open bank is another computer's: its server extracts facts and answers"
                 " with the language model it is configured with (or its offline rules)."

@@ -348,7 +348,7 @@ def test_a_dropped_connection_is_said_reconnects_and_loses_nothing_typed(
     assert world.detail.editing and world.detail.text.toPlainText() == typed
     assert window.banner.isVisible()  # the unsaved edit is still offered
 
-    # Retry sends the edit that failed: saved now, and the banner has nothing left to say.
+    # "Send again" sends the edit that failed: saved now, and the banner has nothing left to say.
     with qtbot.waitSignal(window.state.changed, timeout=LONG):
         window.banner.retry_writes.click()
     wait_idle(qtbot, window.runner, LONG)
