@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from core import Engine
 
@@ -128,7 +129,11 @@ def run_serve(args, engine: Engine) -> int:
     from_env = bool(os.environ.get(ENV, "").strip())
     where = f"${ENV}" if from_env else str(token_file(engine.home))
     # Each bank's lock names this address: `engram` commands on it are routed here.
-    served.advertise(handle.url, None if from_env else str(token_file(engine.home)))
+    served.advertise(
+        handle.url,
+        None if from_env else str(token_file(engine.home)),
+        str(Path(certificate.certfile).resolve()) if certificate is not None else None,
+    )
     print(f"engram: serving {engine.banks_dir} at {handle.url}", flush=True)
     print(f"engram: bearer token in {where}; MCP at {handle.url}/mcp", flush=True)
     try:

@@ -123,12 +123,21 @@ class ChangeEvent:
     reset: bool = False
 
 
-def tls_context(ca_file: str | Path | None = None):
+def tls_context(ca_file: str | Path | None = None, *, pinned: str | Path | None = None):
     """How an https owner's certificate is verified: against the system's
     certificate authorities and, when given, the CA file too (a private CA, or a
-    self-signed certificate itself). Verification is never turned off."""
+    self-signed certificate itself). Verification is never turned off.
+
+    `pinned`: the owner's own certificate file, named in its lock record on this
+    machine (a routed command): that certificate is the only one trusted, whatever
+    signed it, and the advertised loopback address need not be a name it holds."""
     import ssl
 
+    if pinned:
+        context = ssl.create_default_context(cafile=str(pinned))
+        context.check_hostname = False  # the certificate itself is what is checked
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN  # a leaf trusted as is
+        return context
     context = ssl.create_default_context()
     if ca_file:
         try:
@@ -152,17 +161,19 @@ class OwnerClient:
         *,
         timeout: float | None = 600.0,
         ca_file: str | Path | None = None,
+        pinned: str | Path | None = None,
     ) -> None:
         import httpx
 
         self.url = url.rstrip("/")
         self.timeout = timeout
-        self.ca_file = str(ca_file) if ca_file else None
+        self.ca_file = str(ca_file or pinned) if ca_file or pinned else None
+        secure = self.url.startswith("https:")
         self._http = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"},
             timeout=httpx.Timeout(timeout, connect=5.0),
-            verify=tls_context(ca_file) if self.url.startswith("https:") else True,
+            verify=tls_context(ca_file, pinned=pinned) if secure else True,
         )
 
     # -- plain calls -------------------------------------------------------------
