@@ -96,6 +96,7 @@ class MainWindow(QMainWindow):
         self.bank_list.rename_requested.connect(self.ask_rename_bank)
         self.bank_list.delete_requested.connect(self.ask_delete_bank)
         self.bank_list.connect_requested.connect(self.ask_connect)
+        self.bank_list.disconnect_requested.connect(self.disconnect_server)
         self.bank_dock = QDockWidget("Banks", self)
         self.bank_dock.setObjectName("dock-banks")
         self.bank_dock.setWidget(self.bank_list)
@@ -337,7 +338,7 @@ class MainWindow(QMainWindow):
         )
 
     def _opened(self, bank: Bank, url: str = "") -> None:
-        if bank.closed:  # closed by a switch that raced this open: open it again
+        if bank.closed and not url:  # closed by a switch that raced this open: again
             self.open_bank(bank.id)
             return
         where = f" on {url}" if url else ""
