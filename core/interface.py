@@ -190,6 +190,9 @@ ENGINE = {
 READS = frozenset(op.name for op in BANK.values() if op.routed and not op.writes)
 WRITES = frozenset(op.name for op in BANK.values() if op.routed and op.writes)
 
+# Names of unions the annotations use, as the types they stand for.
+TYPE_ALIASES = {"TagScope": "TagFilter | TagGroup"}
+
 # Every value type that crosses the wire: name -> "module:attribute", imported only
 # when a value of that type arrives. tests/core/test_interface.py walks every
 # declared operation's annotations and fails on a type missing here.
@@ -218,6 +221,7 @@ VALUE_TYPES = {
         "Comparison TrajectoryStep OpinionTrajectory OpinionChange",
         "core.snapshot.archive": "Manifest Member",
         "core.snapshot.export": "ExportRecord",
+        "core.tags": "TagFilter TagGroup",
     }.items()
     for name in names.split()
 }
