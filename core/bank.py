@@ -6,7 +6,7 @@ Every mutating method returns a `Change` naming what it touched, so callers
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +15,7 @@ import numpy as np
 
 from core.config import DEFAULTS, checked_changes, stored_config
 from core.handle import BankHandle, validated
+from core.limits import BACKGROUND_CHARS, NAME_CHARS, FieldError, check_text
 from core.progress import CancelToken, Progress, check, report
 from core.store.bank_store import BankStore, utcnow
 from core.store.units import (
@@ -95,6 +96,10 @@ class Bank:
         disposition: Disposition | None = None,
         config: dict[str, Any] | None = None,
     ) -> Change:
+        check_text("background", background, BACKGROUND_CHARS)
+        check_text("agent_name", agent_name, NAME_CHARS)
+        if config is not None and not isinstance(config, Mapping):
+            raise FieldError("config", "must be a table of settings (key: value)", "dict_type")
         stored, _ = self.handle.stored_profile()
         if background is not None:
             stored["background"] = background

@@ -379,6 +379,10 @@ def bank_config(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
 def checked_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
     """Settings to save, each as its key takes it (None: back to the default), so
     what a JSON body or a command line said ("false", "60") is stored typed."""
+    if not isinstance(changes, Mapping):
+        raise SettingError(
+            f"config must be a table of settings (key: value), not {type(changes).__name__}"
+        )
     return {
         key: None if value is None else bank_config({key: value})[key]
         for key, value in changes.items()

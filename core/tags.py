@@ -21,8 +21,8 @@ No tags means no filter, except under `exact`. `TagGroup`s combine filters
 with and / or / not (Hindsight's `tag_groups`). Every filter renders to a
 DuckDB condition with bound parameters only (`sql`).
 
-The limits (how many tags, how long) are the ones every transport applies;
-they move to the shared limits module (issue 27) when it lands.
+The limits (how many tags, how long) are the ones every transport applies,
+from the shared limits module (core/limits.py).
 """
 
 from __future__ import annotations
@@ -32,15 +32,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
+from core import limits
 from core.text import has_surrogate
 from core.types import InvalidInputError
 
 TAG_MATCHES: tuple[str, ...] = ("any", "all", "any_strict", "all_strict", "exact")
 GROUP_OPS: tuple[str, ...] = ("and", "or", "not")
 
-TAGS = 100  # tags on one item; keys in one item's metadata
-TAG_CHARS = 200  # one tag; one metadata key
-METADATA_VALUE_CHARS = 10_000
+# How many tags, how long: the shared table's (core/limits.py).
+TAGS = limits.TAGS  # tags on one item; keys in one item's metadata
+TAG_CHARS = limits.TAG_CHARS  # one tag; one metadata key
+METADATA_VALUE_CHARS = limits.METADATA_VALUE_CHARS
 
 
 @dataclass(frozen=True)

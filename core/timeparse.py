@@ -35,6 +35,8 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from core.types import InvalidInputError
+
 __all__ = [
     "OPEN_END",
     "OPEN_START",
@@ -1363,12 +1365,23 @@ def _scan(text: str, ref: datetime, lenient: bool) -> list[_Item]:
     ]
 
 
+class TimeOutOfRange(InvalidInputError, ValueError):
+    """An aware time whose offset carries it past year 1 or 9999 in UTC
+    (`9999-12-31T23:00:00-14:00`). A ValueError too: a parser trying readings
+    takes it as "not a time"."""
+
+
 def naive_utc(value: datetime) -> datetime:
     """The engine stores naive UTC: an aware time is converted to UTC and its
-    tzinfo dropped; a naive one is taken as UTC already."""
+    tzinfo dropped; a naive one is taken as UTC already. Raises TimeOutOfRange."""
     if value.tzinfo is None:
         return value
-    return value.astimezone(UTC).replace(tzinfo=None)
+    try:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:
+        raise TimeOutOfRange(
+            f"{value.isoformat()} is outside the years 1 to 9999 once converted to UTC"
+        ) from None
 
 
 # --------------------------------------------------------------------------- dateparser

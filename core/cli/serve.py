@@ -32,6 +32,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"address (default {DEFAULT_HOST})")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port; 0 picks a free one")
+    serve.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="the longest a request may run; longer work stops between chunks and is"
+        " answered 504 (default 900; long retains can go \"async\": true)",
+    )
+    serve.add_argument(
+        "--head-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="seconds a client has to send a request's head before its connection is"
+        " closed (default 10)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="open connections at most; past it a connection is answered 503"
+        " (default 1000, lowered to fit the open-file limit)",
+    )
     serve.set_defaults(handler=run_serve)
 
     mcp = sub.add_parser(
@@ -43,6 +67,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     mcp.add_argument("bank")
     mcp.set_defaults(handler=run_mcp)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 10**6:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}")
+    return value
 
 
 def run_serve(args, engine: Engine) -> int:
@@ -57,8 +91,19 @@ def run_serve(args, engine: Engine) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
+    options = {
+        "request_timeout": args.request_timeout,
+        "head_timeout": args.head_timeout,
+        "max_connections": args.max_connections,
+    }
     try:
-        handle = start_server(served, args.host, args.port, token)
+        handle = start_server(
+            served,
+            args.host,
+            args.port,
+            token,
+            **{k: v for k, v in options.items() if v is not None},
+        )
     except OSError as error:
         from core.cli.ports import bind_failure
 

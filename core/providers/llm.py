@@ -36,7 +36,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import httpx
@@ -211,9 +211,14 @@ def model_info_from_show(show: Any) -> ModelInfo:
     family = str(get(details, "family") or info.get("general.architecture") or "")
     context = None
     for key, value in info.items():
-        if key.endswith(".context_length") and isinstance(value, int | float) and value > 0:
-            context = int(value)
-            break
+        if key.endswith(".context_length"):
+            try:
+                context = int(float(value)) if not isinstance(value, bool) else None
+            except (TypeError, ValueError):
+                continue
+            if context and context > 0:
+                break
+            context = None
     return ModelInfo(
         context_length=context,
         capabilities=tuple(str(c) for c in (get(show, "capabilities") or ())),
@@ -234,13 +239,15 @@ class Speed:
     prompt_seconds: float = 0.0
     eval_tokens: int = 0
     eval_seconds: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, prompt_tokens: int, prompt_s: float, eval_tokens: int, eval_s: float) -> None:
-        self.calls += 1
-        self.prompt_tokens += max(0, prompt_tokens)
-        self.prompt_seconds += max(0.0, prompt_s)
-        self.eval_tokens += max(0, eval_tokens)
-        self.eval_seconds += max(0.0, eval_s)
+        with self._lock:
+            self.calls += 1
+            self.prompt_tokens += max(0, prompt_tokens)
+            self.prompt_seconds += max(0.0, prompt_s)
+            self.eval_tokens += max(0, eval_tokens)
+            self.eval_seconds += max(0.0, eval_s)
 
     @property
     def prompt_rate(self) -> float | None:
@@ -622,6 +629,19 @@ def _with_tag(name: str) -> str:
 # ---- the model --------------------------------------------------------------------
 
 
+# What each model measured, shared by every LanguageModel of the same server and
+# model in this process: reflect's model (made per call) knows how fast the one
+# that extracted read its prompts.
+_SPEEDS: dict[tuple[str, str], Speed] = {}
+_SPEEDS_LOCK = threading.Lock()
+
+
+def _speed_of(host: str, model: str) -> Speed:
+    key = (host.strip().rstrip("/"), model.strip())
+    with _SPEEDS_LOCK:
+        return _SPEEDS.setdefault(key, Speed())
+
+
 class _PhasedTransport(httpx.HTTPTransport):
     """One streamed reply, two read timeouts: a model reads the whole prompt
     before its first token, and Ollama sends nothing (not even the response's
@@ -671,7 +691,7 @@ class LanguageModel:
         self._send_think = True
         self._info: ModelInfo | None = None
         self._info_read = False
-        self.speed = Speed()
+        self.speed = _speed_of(settings.host, settings.model)
 
     @property
     def name(self) -> str:
@@ -1075,13 +1095,12 @@ class LanguageModel:
             value = getattr(final, name, None)
             return float(value) if isinstance(value, int | float) and value > 0 else 0.0
 
-        with self._lock:
-            self.speed.add(
-                int(number("prompt_eval_count")),
-                number("prompt_eval_duration") / 1e9,
-                int(number("eval_count")),
-                number("eval_duration") / 1e9,
-            )
+        self.speed.add(
+            int(number("prompt_eval_count")),
+            number("prompt_eval_duration") / 1e9,
+            int(number("eval_count")),
+            number("eval_duration") / 1e9,
+        )
 
     def _unreachable(self) -> LanguageModelError:
         return LanguageModelError(

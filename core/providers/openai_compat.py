@@ -240,13 +240,12 @@ class OpenAICompatibleModel(LanguageModel):
             ) from None
         finished = time.perf_counter()
         if usage:
-            with self._lock:
-                self.speed.add(
-                    int(usage.get("prompt_tokens") or 0),
-                    (first_token or finished) - started,
-                    int(usage.get("completion_tokens") or pieces),
-                    finished - (first_token or finished),
-                )
+            self.speed.add(
+                int(usage.get("prompt_tokens") or 0),
+                (first_token or finished) - started,
+                int(usage.get("completion_tokens") or pieces),
+                finished - (first_token or finished),
+            )
         return without_surrogates("".join(content)), "", "length" if reason == "length" else reason
 
     def _refused(self, response: httpx.Response) -> None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.limits import QUERY_CHARS, check_text
 from core.recall import channels as ch
 from core.recall import focus
 from core.recall.activation import Activation
@@ -675,6 +676,7 @@ def _choose_reranker(reranker: Reranker | str | None, cfg: Mapping[str, Any]) ->
 def _check_query(query: Any) -> str:
     if not isinstance(query, str):
         raise InvalidInputError(f"a recall query must be text, got {type(query).__name__}")
+    check_text("query", query, QUERY_CHARS)
     query = query.strip()
     if not query:
         raise InvalidInputError("a recall query cannot be empty")

@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from core import tags as tagging
+from core.limits import check_document as check_limits
 from core.retain.report import ChunkFailure
 from core.store.units import delete_units
 from core.types import Document, EngramError, ExtractionMode, InvalidInputError, Turn
@@ -29,6 +30,8 @@ from core.types import Document, EngramError, ExtractionMode, InvalidInputError,
 
 
 def check_document(document: Document) -> None:
+    """The limits any way in must respect (core/limits.py), and turns to keep."""
+    check_limits(document)
     name = document.title or document.source_path or "the document"
     if not any(t.text.strip() for t in document.turns):
         raise InvalidInputError(f"{name}: no turns to retain")

@@ -12,8 +12,9 @@ deterministic, no model) and `LlmExtractor` (core/retain/llm_extract.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -29,8 +30,10 @@ __all__ = [
     "ExtractedFact",
     "ExtractionError",
     "Extractor",
+    "PIECE_CHARS",
     "chunk_exchanges",
     "is_question",
+    "pieces_of",
 ]
 
 ENTITY_TYPES: tuple[str, ...] = ("person", "org", "place", "product", "concept", "other")
@@ -132,11 +135,64 @@ def _session_key(turn: Turn) -> str:
     return turn.timestamp.date().isoformat() if turn.timestamp is not None else ""
 
 
+# A turn longer than this is extracted in pieces of about this size, each an
+# exchange of its own (as a file's lines become turns): an extractor reads its
+# whole exchange for every fact it makes, so one 100,000-character message cost
+# time quadratic in its length (and one prompt of all of it, in llm mode).
+PIECE_CHARS = 2_000
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+
+
+def pieces_of(turn: Turn, size: int = PIECE_CHARS) -> list[Turn]:
+    """`turn` itself if it fits in `size` characters; else its text cut at
+    sentence ends into pieces of at most `size` (a longer sentence at spaces, a
+    longer word anywhere), each a Turn with the turn's id, speaker and time."""
+    text = turn.text.strip()
+    if len(text) <= size:
+        return [turn]
+    pieces: list[str] = []
+    current = ""
+    for part in _parts(text, size):
+        if current and len(current) + 1 + len(part) > size:
+            pieces.append(current)
+            current = part
+        else:
+            current = f"{current} {part}" if current else part
+    if current:
+        pieces.append(current)
+    return [replace(turn, text=piece) for piece in pieces]
+
+
+def _parts(text: str, size: int):
+    """The sentences of `text`, none longer than `size`."""
+    for sentence in _SENTENCE_END.split(text):
+        if len(sentence) <= size:
+            yield sentence
+            continue
+        words = ""
+        for word in sentence.split():
+            while len(word) > size:
+                if words:
+                    yield words
+                    words = ""
+                yield word[:size]
+                word = word[size:]
+            if words and len(words) + 1 + len(word) > size:
+                yield words
+                words = word
+            else:
+                words = f"{words} {word}" if words else word
+        if words:
+            yield words
+
+
 def chunk_exchanges(doc: Document, max_turns: int = 6) -> list[Exchange]:
     """Group consecutive turns of one session into exchanges of at most `max_turns`.
 
     A question and the next turn by someone else (its answer) are kept in one
-    exchange, so a split never separates them. Empty turns are dropped.
+    exchange, so a split never separates them. Empty turns are dropped. A turn
+    longer than `PIECE_CHARS` is cut into pieces (`pieces_of`), one exchange
+    each, so extraction's cost stays linear in the text's length.
     """
     if max_turns < 1:
         raise ValueError(f"max_turns must be at least 1, got {max_turns}")
@@ -154,11 +210,18 @@ def chunk_exchanges(doc: Document, max_turns: int = 6) -> list[Exchange]:
     i = 0
     while i < len(turns):
         turn = turns[i]
+        if len(turn.text) > PIECE_CHARS:
+            flush()
+            exchanges.extend(Exchange((piece,), turn.session) for piece in pieces_of(turn))
+            key = None
+            i += 1
+            continue
         unit = [turn]
         nxt = turns[i + 1] if i + 1 < len(turns) else None
         if (
             max_turns >= 2
             and nxt is not None
+            and len(nxt.text) <= PIECE_CHARS
             and nxt.speaker != turn.speaker
             and _session_key(nxt) == _session_key(turn)
             and is_question(turn.text)

@@ -13,7 +13,7 @@ from datetime import datetime
 
 import duckdb
 
-from core.retain.extract import EntityMention, Exchange, ExtractedFact
+from core.retain.extract import EntityMention, Exchange, ExtractedFact, pieces_of
 from core.retain.networks import BankAgent, file_fact
 from core.retain.report import ChunkFailure
 from core.types import MAX_UNIT_CHARS, Document, ExtractionMode, Network, Turn
@@ -112,11 +112,13 @@ def known_names(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def verbatim_facts(document: Document, agent_name: str, known: list[str]) -> list[ExtractedFact]:
     """Each turn as one fact: "Speaker: text", experience for the agent's turns,
-    occurring at its session time; entities as the rules find them in the turn."""
+    occurring at its session time; entities as the rules find them in the turn.
+    A turn longer than `PIECE_CHARS` is a fact per piece (`pieces_of`): a unit
+    holds at most `MAX_UNIT_CHARS`, and a long message is kept whole, in order."""
     from core.retain.rules import RulesExtractor
 
     spotter = RulesExtractor()
-    turns = [t for t in document.turns if t.text.strip()]
+    turns = [p for t in document.turns if t.text.strip() for p in pieces_of(t)]
     seen = {n.casefold() for n in known}
     # Two passes: every name found anywhere in the document is known to every turn.
     for turn in turns:

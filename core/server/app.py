@@ -3,7 +3,9 @@
 
 Route handlers are plain `def`s: FastAPI runs them in its thread pool, so an
 engine call never blocks the event loop. Writes take the bank's lock from
-`ServedBanks`; reads do not (see served.py).
+`ServedBanks`; reads do not (see served.py). A request is admitted to its
+bank's queue before it reaches a thread (admission.py): waiting for a lock
+holds no worker, and past a queue's bound the answer is a 503.
 """
 
 from __future__ import annotations
@@ -14,18 +16,20 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from core import limits
 from core.server import routes_cli, routes_engram, routes_hindsight, routes_hindsight_more
+from core.server.admission import Admission, AdmissionMiddleware
 from core.server.api_docs import PublicDocs
 from core.server.calls import Downloads, LongCalls
 from core.server.errors import engram_error, http_error
-from core.server.guard import Guard
+from core.server.guard import READ_TIMEOUT, REQUEST_TIMEOUT, Guard
 from core.server.operations import Operations
 from core.server.served import ServedBanks
 from core.types import EngramError
 
 API_TITLE = "Engram Studio memory API"
-MAX_BODY = 8 * 2**20
-MAX_SNAPSHOT = 4 * 2**30
+MAX_BODY = limits.BODY_BYTES
+MAX_SNAPSHOT = limits.SNAPSHOT_BYTES
 
 
 def create_app(
@@ -35,16 +39,22 @@ def create_app(
     max_body_bytes: int = MAX_BODY,
     max_snapshot_bytes: int = MAX_SNAPSHOT,
     mcp: bool = True,
+    queues: dict[str, int] | None = None,
+    read_timeout: float = READ_TIMEOUT,
+    request_timeout: float = REQUEST_TIMEOUT,
 ) -> FastAPI:
+    """The app over `served`. `queues` sets the per-bank bounds (admission.py:
+    writes_waiting, reads, reads_waiting); the timeouts are guard.py's."""
     from core.server.version import ENGRAM_VERSION
 
     operations = Operations(served)
+    admission = Admission(served.lock_of, **(queues or {}))
     calls, downloads = LongCalls(), Downloads()
     mcp_app = None
     if mcp:
         from core.server.mcp_tools import streamable_http_app
 
-        mcp_app, mcp_session = streamable_http_app(served, operations)
+        mcp_app, mcp_session = streamable_http_app(served, operations, admission)
 
     async def lifespan(_app):
         if mcp_app is None:
@@ -70,25 +80,39 @@ def create_app(
     )
     app.state.served = served
     app.state.operations = operations
+    app.state.admission = admission
     app.state.calls = calls
     app.state.downloads = downloads
     app.add_exception_handler(EngramError, engram_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.include_router(routes_engram.router)
-    app.include_router(routes_cli.router)  # what RemoteBank and routed commands call
-    app.include_router(routes_hindsight.router)
-    app.include_router(routes_hindsight_more.router)
-    app.include_router(routes_hindsight_more.unsupported)  # last: a 501 for the rest
+    routers = [
+        routes_engram.router,
+        routes_cli.router,  # what RemoteBank and routed commands call
+        routes_hindsight.router,
+        routes_hindsight_more.router,
+        routes_hindsight_more.unsupported,  # last: a 501 for the rest
+    ]
+    for router in routers:
+        app.include_router(router)
     if mcp_app is not None:
         # Mounted at the root, after every route: it answers `/mcp` only.
         app.mount("/", mcp_app)
     app.openapi = lambda: _openapi(app)
+    # Inside the guard (added first): only a request with the token is queued.
+    app.add_middleware(
+        AdmissionMiddleware,
+        routes=[route for router in routers for route in router.routes],
+        admission=admission,
+        call_writes=routes_cli.writes,
+    )
     app.add_middleware(
         Guard,
         token=token,
         max_body_bytes=max_body_bytes,
         limits={routes_engram.SNAPSHOT_IMPORT_SUFFIX: max_snapshot_bytes},
+        read_timeout=read_timeout,
+        request_timeout=request_timeout,
     )
     # Outside the token check: the docs to a browser on this machine (no bank data).
     app.add_middleware(PublicDocs, openapi=app.openapi)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import threading
 import time
@@ -101,7 +102,12 @@ async def stream(calls: LongCalls, work: Work, error_event: ErrorEvent) -> Async
             event = {"error": error_event(error)}
         put(event)
 
-    threading.Thread(target=run, name=f"engram-call-{call_id[:8]}", daemon=True).start()
+    # In the request's context: the thread holds the bank's write lock through the
+    # request's admission ticket (admission.py), and knows its departure.
+    context = contextvars.copy_context()
+    threading.Thread(
+        target=context.run, args=(run,), name=f"engram-call-{call_id[:8]}", daemon=True
+    ).start()
     finished = False
     try:
         yield _line({"call": call_id})

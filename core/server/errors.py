@@ -15,10 +15,13 @@ from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from core import LanguageModelError, ReflectionError, SnapshotError
+from core.limits import FieldError
+from core.server.guard import current_departure
 from core.types import (
     BankExistsError,
     BankLockedError,
     BankNotFoundError,
+    CancelledError,
     EmbeddingMismatchError,
     EngramError,
     InvalidInputError,
@@ -82,6 +85,10 @@ def _home_of(request: Request) -> Path | None:
 
 
 async def engram_error(request: Request, error: Exception) -> JSONResponse:
+    if isinstance(error, FieldError):
+        return JSONResponse({"detail": field_detail(error)}, status_code=422)
+    if isinstance(error, CancelledError):
+        return JSONResponse({"detail": stopped_why()}, status_code=504)
     return JSONResponse(
         {"detail": public(str(error), _home_of(request))}, status_code=status_of(error)
     )
@@ -93,6 +100,26 @@ async def http_error(request: Request, error: HTTPException) -> JSONResponse:
     if isinstance(detail, str):
         detail = public(detail, _home_of(request))
     return JSONResponse({"detail": detail}, status_code=error.status_code, headers=error.headers)
+
+
+def stopped_why() -> str:
+    """Why a request's work stopped: its time bound (guard.py)."""
+    departure = current_departure()
+    bound = f"its time bound of {departure.timeout:g} s" if departure else "its time bound"
+    return (
+        f"the server stopped this request at {bound}; what it was writing was left"
+        " as it was before (a retain keeps the documents it finished; send it again"
+        ' with "async": true for long work)'
+    )
+
+
+def field_detail(error: FieldError) -> list[dict[str, Any]]:
+    """A limit's refusal (core/limits.py) in FastAPI's 422 shape: `loc` names the field."""
+    return [{"loc": list(error.loc), "msg": error.reason, "type": error.kind}]
+
+
+def limit_error(error: FieldError) -> HTTPException:
+    return HTTPException(422, field_detail(error))
 
 
 def not_found(what: str) -> HTTPException:

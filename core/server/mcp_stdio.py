@@ -32,6 +32,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from core.engine import Engine
 from core.server.errors import public
 from core.server.mcp_tools import build_mcp
+from core.server.mcp_wire import run_guarded
 from core.server.owner import Owner, find_owner
 from core.server.served import ServedBanks
 
@@ -163,6 +164,7 @@ def run_stdio(engine: Engine, bank: str, *, idle: float = IDLE) -> None:
     server = build_mcp(leased, per_bank=True, default_bank=bank, server_class=BridgingServer)
     server.bank, server.leased = bank, leased
     try:
-        anyio.run(server.run_stdio_async)
+        # Every line answered, the unreadable ones too (core/server/mcp_wire.py).
+        anyio.run(run_guarded, server)
     finally:
         leased.close()

@@ -20,24 +20,36 @@ wrong. Three endpoints, one tool set: `/mcp` (every tool takes a `bank`),
 `/mcp/{bank}/` (the bank is the path's; Hindsight's per-bank endpoint) and
 stdio (`engram mcp BANK`, core/server/mcp_stdio.py, which bridges to the bank's
 owner when another process has it open).
+
+Each tool waits in its bank's queue on the event loop before it runs (a
+write for the bank's lock, a read for a read slot: admission.py, the HTTP
+requests' own queues when mounted on the app), then runs in a worker thread:
+a retain waiting behind another holds no thread. Its arguments are checked
+first for what no store keeps (core/limits.py): a tool error naming them.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import HTTPException
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
+from core import limits
 from core.server import models as m
 from core.server import routes_hindsight as hs
 from core.server import routes_hindsight_more as hs_more
+from core.server.admission import Admission, Busy
 from core.server.errors import public
+from core.server.mcp_wire import INVALID_PARAMS, screen
 from core.server.retain import check_request
 from core.server.retain import retain as retain_items
 from core.server.served import ServedBanks
@@ -81,7 +93,9 @@ Timestamp = Annotated[
     ),
 ]
 Limit = Annotated[int, Field(ge=0, le=1000, description="how many to return (a page)")]
-Offset = Annotated[int, Field(ge=0, description="how many to skip (the next page)")]
+Offset = Annotated[
+    int, Field(ge=0, le=limits.OFFSET, description="how many to skip (the next page)")
+]
 Network = Annotated[
     Literal[NETWORKS] | None,
     Field(description="world (facts), experience (what the agent did), opinion, observation"),
@@ -119,9 +133,12 @@ def build_mcp(
     default_bank: str | None = None,
     operations: Any = None,
     server_class: type[MCPServer] = MCPServer,
+    admission: Admission | None = None,
 ) -> MCPServer:
     """The tools over `served`. `per_bank`: the tools take no `bank` (it is
-    `default_bank`, or the request's per-bank endpoint)."""
+    `default_bank`, or the request's per-bank endpoint). `admission`: the
+    queues to share (the HTTP app's), else the tools' own."""
+    admission = admission or Admission(served.lock_of)
     server = server_class(
         "engram", version=ENGRAM_VERSION, log_level="WARNING", instructions=INSTRUCTIONS
     )
@@ -146,11 +163,35 @@ def build_mcp(
         except (EngramError, HTTPException, ValidationError) as error:
             raise ToolError(public(_message(error), home)) from None
 
+    def admitted(fn, annotations: ToolAnnotations):
+        """`fn` (a plain function) as a coroutine that checks its arguments,
+        waits in its bank's queue and then runs it in a worker thread."""
+        writes = not annotations.read_only_hint
+
+        @functools.wraps(fn)
+        async def run(**arguments: Any) -> Any:
+            problem = limits.first_unstorable({k: v for k, v in arguments.items() if k != "ctx"})
+            if problem is not None:
+                raise ToolError(str(problem))
+            try:
+                name = bank_of(arguments.get("bank"), arguments.get("ctx"))
+            except ToolError:
+                name = None  # a tool of no one bank (list_banks), or one that says so itself
+            if name is None:
+                return await anyio.to_thread.run_sync(functools.partial(fn, **arguments))
+            try:
+                async with admission.writing(name) if writes else admission.reading(name):
+                    return await anyio.to_thread.run_sync(functools.partial(fn, **arguments))
+            except Busy as busy:
+                raise ToolError(str(busy)) from None
+
+        return run
+
     def tool(annotations: ToolAnnotations, *, multi_only: bool = False):
         def register(fn):
             if multi_only and per_bank:
                 return fn
-            server.add_tool(fn, annotations=annotations)
+            server.add_tool(admitted(fn, annotations), annotations=annotations)
             if per_bank:
                 # The bank is the endpoint's: the schema does not offer it.
                 params = server._tool_manager.get_tool(fn.__name__).parameters
@@ -545,9 +586,11 @@ class McpEndpoints:
     multi-bank server, `/mcp/{bank}/` the per-bank one with the bank taken from
     the path; anything else is not found."""
 
-    def __init__(self, served: ServedBanks, operations: Any = None) -> None:
-        self.multi = build_mcp(served, operations=operations)
-        self.single = build_mcp(served, per_bank=True, operations=operations)
+    def __init__(
+        self, served: ServedBanks, operations: Any = None, admission: Admission | None = None
+    ) -> None:
+        self.multi = build_mcp(served, operations=operations, admission=admission)
+        self.single = build_mcp(served, per_bank=True, operations=operations, admission=admission)
         self._multi_app = self.multi.streamable_http_app(streamable_http_path="/mcp")
         self._single_app = self.single.streamable_http_app(streamable_http_path="/mcp-bank")
 
@@ -567,6 +610,10 @@ class McpEndpoints:
         return _Sessions()
 
     async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope.get("method") == "POST":
+            receive = await self._screened(receive, send)
+            if receive is None:
+                return  # answered: a message the SDK would have dropped without a word
         path = scope.get("path", "")
         if scope["type"] == "http" and path.startswith("/mcp/") and len(path) > len("/mcp/"):
             bank = path[len("/mcp/") :].split("/", 1)[0]
@@ -577,9 +624,48 @@ class McpEndpoints:
             scope = {**scope, "path": "/mcp", "raw_path": b"/mcp"}
         await self._multi_app(scope, receive, send)
 
+    @staticmethod
+    async def _screened(receive, send):
+        """The body read and screened (mcp_wire.screen): a receive replaying it
+        to the SDK, or None once the refusal is answered."""
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        parsed, refusal = screen(body)
+        if parsed is None:
+            status = (
+                202
+                if refusal is None
+                else (200 if refusal["error"]["code"] == INVALID_PARAMS else 400)
+            )
+            payload = b"" if refusal is None else json.dumps(refusal).encode()
+            headers = [(b"content-length", str(len(payload)).encode())]
+            if payload:
+                headers.append((b"content-type", b"application/json"))
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": payload})
+            return None
+        delivered = False
 
-def streamable_http_app(served: ServedBanks, operations: Any = None) -> tuple[Any, Any]:
+        async def replay():
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay
+
+
+def streamable_http_app(
+    served: ServedBanks, operations: Any = None, admission: Admission | None = None
+) -> tuple[Any, Any]:
     """The MCP app to mount (its endpoints are `/mcp` and `/mcp/{bank}/`) and the
     context manager its session managers must run in (the host app's lifespan)."""
-    endpoints = McpEndpoints(served, operations)
+    endpoints = McpEndpoints(served, operations, admission)
     return endpoints, endpoints.session

@@ -4,21 +4,54 @@ shapes: what `hindsight-client` 1.1.0 sends and validates).
 Requests forbid unknown fields, so a misspelt field is a 422 naming it rather
 than silently ignored. Fields Hindsight has and Engram cannot honour are
 accepted by the model and refused by the route when set (see `refuse`).
+
+Every text field has its limit from core/limits.py (the importer's, MCP's and
+the CLI's too), and every field of every request is checked for what no store
+can keep (a lone surrogate, a NUL, nesting past `limits.NESTING`) and for a
+time its offset carries outside years 1..9999: a 422 naming the field.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
+from core import limits
 from core import tags as tagging
+from core.timeparse import TimeOutOfRange, naive_utc
 from core.types import InvalidInputError
 from core.vocabulary import LEVELS
 
 Budget = Literal[tuple(LEVELS)]
 TagsMatch = Literal[tagging.TAG_MATCHES]
+Content = Annotated[str, Field(max_length=limits.TURN_CHARS)]
+Name = Annotated[str, Field(max_length=limits.NAME_CHARS)]
+Identifier = Annotated[str, Field(max_length=limits.ID_CHARS)]
+Title = Annotated[str, Field(max_length=limits.TITLE_CHARS)]
+Question = Annotated[str, Field(min_length=1, max_length=limits.QUERY_CHARS)]
+Background = Annotated[str, Field(max_length=limits.BACKGROUND_CHARS)]
+
+
+def _in_utc_range(value: datetime) -> datetime:
+    try:
+        naive_utc(value)
+    except TimeOutOfRange as error:
+        raise PydanticCustomError("datetime_range", str(error)) from None
+    return value
+
+
+# A time a query parameter gives (a body's are checked by `Request`).
+Time = Annotated[datetime, AfterValidator(_in_utc_range)]
 
 
 def _checked(check, value, field: str):
@@ -48,6 +81,19 @@ def timestamp_value(value: Any) -> Any:
 
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        """What no store keeps is a 422 naming the field (and, inside a list or an
+        object, the element), never a 500 from DuckDB."""
+        if isinstance(value, datetime):
+            return _in_utc_range(value)
+        problem = limits.first_unstorable(value)
+        if problem is not None:
+            where = f"{limits.field_name(problem.loc)}: " if problem.loc else ""
+            raise PydanticCustomError(problem.kind, where + problem.reason)
+        return value
 
 
 class Response(BaseModel):
@@ -120,14 +166,14 @@ class CreateBankRequest(Request):
     """Hindsight's create-or-update body. `name` is kept as the agent's name,
     `mission`/`reflect_mission`/`background` as the bank's background."""
 
-    name: str | None = None
+    name: Name | None = None
     disposition: DispositionTraits | None = None
     disposition_skepticism: int | None = Field(None, ge=1, le=5)
     disposition_literalism: int | None = Field(None, ge=1, le=5)
     disposition_empathy: int | None = Field(None, ge=1, le=5)
-    mission: str | None = None
-    background: str | None = None
-    reflect_mission: str | None = None
+    mission: Background | None = None
+    background: Background | None = None
+    reflect_mission: Background | None = None
     # Hindsight's retain and retrieval switches: refused when set.
     retain_mission: str | None = None
     retain_extraction_mode: str | None = None
@@ -187,21 +233,21 @@ class EntityInput(Request):
 
 
 class MemoryItem(Request):
-    content: str | list[dict[str, Any]] = Field(description="the text to retain")
+    content: Content | list[dict[str, Any]] = Field(description="the text to retain")
     timestamp: datetime | Literal["unset"] | None = Field(
         None,
         description="when it was said (ISO 8601; a time without a zone is UTC). Omitted: the "
         "time of the request, against which 'yesterday' or 'last week' in the text is read. "
         "'unset': no time at all (timeless reference material).",
     )
-    context: str | None = Field(None, description="kept as the document's title")
+    context: Title | None = Field(None, description="kept as the document's title")
     metadata: dict[str, str] | None = Field(
         None,
         description="any string map (at most 100 keys), kept on the turn and on every memory "
         "drawn from it, returned by recall and the listings; 'speaker' also names the "
         "turn's speaker",
     )
-    document_id: str | None = None
+    document_id: Identifier | None = None
     entities: list[EntityInput] | None = None
     resolve_entities: bool | None = None
     tags: list[str] | None = Field(
@@ -231,6 +277,18 @@ class MemoryItem(Request):
     def _metadata(cls, value):
         return _checked(tagging.check_metadata, value, "metadata") if value is not None else None
 
+    @field_validator("metadata")
+    @classmethod
+    def _speaker_is_a_name(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        speaker = (value or {}).get("speaker")
+        if speaker is not None and len(speaker) > limits.NAME_CHARS:
+            raise PydanticCustomError(
+                "string_too_long",
+                f"speaker: is {len(speaker):,} characters, over the limit of"
+                f" {limits.NAME_CHARS:,} for a name",
+            )
+        return value
+
 
 class RetainRequest(Request):
     items: list[MemoryItem] = Field(min_length=1)
@@ -238,7 +296,7 @@ class RetainRequest(Request):
     document_tags: list[str] | None = Field(
         None, description="tags for every item (added to each item's own)"
     )
-    operation_id: str | None = None
+    operation_id: Identifier | None = None
 
     @field_validator("document_tags", mode="before")
     @classmethod
@@ -346,7 +404,7 @@ class TaggedRequest(Request):
 
 
 class RecallRequest(TaggedRequest):
-    query: str = Field(min_length=1)
+    query: Question
     types: list[Literal["world", "experience", "observation", "opinion"]] | None = None
     prefer_observations: bool | None = None
     budget: Budget = "mid"
@@ -416,7 +474,7 @@ class ReflectIncludeOptions(Request):
 
 
 class ReflectRequest(TaggedRequest):
-    query: str = Field(min_length=1)
+    query: Question
     budget: Budget = "low"
     context: str | None = Field(
         None, description="the asker's situation: given to the answer, and recalled with"

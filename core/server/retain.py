@@ -26,6 +26,7 @@ from typing import Any
 from core import tags as tagging
 from core.bank import Bank
 from core.server.errors import RetainFailed, not_supported, refuse
+from core.server.guard import current_cancel
 from core.server.models import MemoryItem, RetainRequest
 from core.timeparse import naive_utc
 from core.types import Change, Document, Turn
@@ -147,7 +148,9 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
             change |= bank.delete_document(document.id, actor="agent")
         fresh.append(document)
     if fresh:
-        reports.append(bank.ingest(fresh, mode=mode))
+        # The request's cancel token (guard.py): a client that left, or a request
+        # past its time, stops the ingest between chunks.
+        reports.append(bank.ingest(fresh, mode=mode, cancel=current_cancel()))
     results = [d for r in reports for d in r.documents]
     failed = [d.id or d.title for d in results if d.status == "failed"]
     if failed:

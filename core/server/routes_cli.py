@@ -31,11 +31,14 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from core.interface import BANK, DOWNLOAD, ENGINE, UPLOAD, Operation
+from core.limits import FieldError, check_document, first_unstorable
+from core.server.admission import routed_call
 from core.server.calls import Downloads, LongCalls, stream
-from core.server.errors import status_of
+from core.server.errors import status_of, stopped_why
 from core.server.feed import ChangeFeed
+from core.server.guard import current_departure
 from core.server.wire import decode, encode
-from core.types import Change, Document, EngramError
+from core.types import CancelledError, Change, Document, EngramError
 
 PREFIX = "/engram/v1"
 NDJSON = "application/x-ndjson"
@@ -60,6 +63,9 @@ def error_event(error: BaseException) -> dict[str, Any]:
     """What a client is told about a failed call (its message, never a traceback)."""
     if isinstance(error, CallFailed):
         return {"status": error.status, "kind": error.kind, "detail": error.detail}
+    departure = current_departure()
+    if isinstance(error, CancelledError) and departure is not None and departure.timed_out:
+        return {"status": 504, "kind": "CancelledError", "detail": stopped_why()}
     if isinstance(error, HTTPException):
         return {"status": error.status_code, "kind": "EngramError", "detail": str(error.detail)}
     if isinstance(error, TypeError):  # wrong arguments for the method
@@ -97,10 +103,17 @@ def _language_model(engine, spec: Any):
 
 
 def _arguments(op: Operation, body: Call) -> tuple[list, dict]:
+    # Before decoding (recursive): nothing too deep, no text a store cannot keep.
+    raw = first_unstorable(body.args, ("args",)) or first_unstorable(body.kwargs, ("kwargs",))
+    if raw is not None and raw.kind == "too_deep":
+        raise CallFailed(422, str(raw))
     try:
         args, kwargs = decode(body.args), decode(body.kwargs)
     except (ValueError, TypeError, KeyError) as error:
         raise CallFailed(422, f"arguments: {error}") from None
+    if raw is not None:  # named as the method's arguments, not as their wire encoding
+        found = first_unstorable(args, ("args",)) or first_unstorable(kwargs, ("kwargs",))
+        raise CallFailed(422, str(found or raw))
     for name in ("progress", "cancel"):
         if name in kwargs:
             raise CallFailed(422, f"{op.name}: {name} is the server's to give")
@@ -113,6 +126,13 @@ def _arguments(op: Operation, body: Call) -> tuple[list, dict]:
     ):
         # Never a path: the owner reads no file a client names.
         raise CallFailed(400, "ingest takes the conversations themselves (Documents)")
+    if op.transfer == UPLOAD and op.name == "ingest":
+        # Before the answer streams: a refusal is the request's own 422.
+        for document in args[0]:
+            try:
+                check_document(document)
+            except FieldError as error:
+                raise CallFailed(422, str(error), "FieldError") from None
     if op.transfer == DOWNLOAD and args:
         raise CallFailed(422, f"{op.name}: the owner writes the file; the client names none")
     return args, kwargs
@@ -211,7 +231,15 @@ def _streamed(request: Request, work) -> CallStream:
 router = APIRouter(prefix=PREFIX, tags=["Engram remote calls"])
 
 
+def writes(method: str) -> bool:
+    """Whether the bank operation `method` writes (admission.py queues it for
+    the bank's lock); an unknown one is refused before it needs any."""
+    op = BANK.get(method)
+    return op is not None and op.writes
+
+
 @router.post("/banks/{bank_id}/call/{method}")
+@routed_call
 async def call(bank_id: str, method: str, body: Call, request: Request):
     """Run one declared `Bank` operation in this process (what `RemoteBank` and a
     routed `engram` command do); a long one streams its progress."""

@@ -18,7 +18,10 @@ from fastapi.responses import FileResponse
 from pydantic import Field
 from starlette.background import BackgroundTask
 
+from core import limits
 from core.jsonable import to_jsonable
+from core.server.admission import read_only
+from core.server.models import Question
 from core.server.models import Request as Body
 from core.server.routes_hindsight import Served, stored_document
 from core.types import Change, Disposition, EngramError
@@ -118,7 +121,7 @@ def verify(bank_id: str, served: Served) -> dict[str, Any]:
 
 
 class RecallBody(Body):
-    query: str = Field(min_length=1)
+    query: Question
     budget_tokens: int = Field(1024, ge=1)
     networks: list[Literal[NETWORKS]] | None = None
     level: Literal[tuple(LEVELS)] = "mid"
@@ -131,6 +134,7 @@ class RecallBody(Body):
 
 
 @router.post(BANK + "/recall")
+@read_only
 def recall(bank_id: str, body: RecallBody, served: Served) -> dict[str, Any]:
     """Engram's recall with everything it reports: scores per channel, fusion,
     rerank, packing and timings (`trace`)."""
@@ -152,7 +156,7 @@ class DispositionBody(Body):
 
 
 class ReflectBody(Body):
-    query: str = Field(min_length=1)
+    query: Question
     disposition: DispositionBody | None = None
     budget_tokens: int = Field(4096, ge=1)
     commit: bool = True
@@ -174,13 +178,14 @@ def reflect(bank_id: str, body: ReflectBody, served: Served) -> dict[str, Any]:
 
 
 class CompareBody(Body):
-    query: str = Field(min_length=1)
+    query: Question
     dispositions: list[DispositionBody] = Field(min_length=2, max_length=4)
     budget_tokens: int = Field(4096, ge=1)
     now: datetime | None = None
 
 
 @router.post(BANK + "/reflect/compare")
+@read_only
 def compare(bank_id: str, body: CompareBody, served: Served) -> dict[str, Any]:
     """The same evidence answered under 2–4 dispositions. Commits nothing."""
     comparison = served.get(bank_id).compare(
@@ -199,7 +204,7 @@ def reflections(
     bank_id: str,
     served: Served,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
 ) -> dict[str, Any]:
     found = served.get(bank_id).reflections(limit=limit, offset=offset)
     return {"reflections": [r.to_dict() for r in found]}
@@ -211,7 +216,7 @@ def opinions(
     served: Served,
     entity: str | None = None,
     min_confidence: Annotated[float | None, Query(ge=0, le=1)] = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    limit: Annotated[int | None, Query(ge=1, le=limits.PAGE)] = None,
 ) -> dict[str, Any]:
     found = served.get(bank_id).opinions(entity, min_confidence=min_confidence, limit=limit)
     return {"opinions": to_jsonable(found)}
@@ -374,7 +379,7 @@ def audit(
     bank_id: str,
     served: Served,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
     action: str | None = None,
     target: str | None = None,
     actor: str | None = None,

@@ -20,10 +20,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
+from core import limits
 from core import tags as tagging
 from core.bank import Bank
 from core.config import checked_changes
 from core.server import models as m
+from core.server.admission import read_only
 from core.server.errors import field_error, not_found, not_supported, refuse
 from core.server.memory_views import UnitViews, iso, turn_text
 from core.server.operations import Operation, Operations
@@ -73,18 +75,20 @@ def query_scope(tags: list[str] | None, match: str) -> tagging.TagScope | None:
 
 @router.get("/health", response_model=m.HealthResponse, tags=["Monitoring"])
 @router.get("/health/ready", response_model=m.HealthResponse, tags=["Monitoring"])
-def health(served: Served) -> m.HealthResponse:
-    return m.HealthResponse(status="healthy", banks=len(served.names()))
+async def health(request: Request) -> m.HealthResponse:
+    """On the event loop, needing no worker thread: it answers however busy the
+    banks are (their requests wait in their queues, holding no thread)."""
+    return m.HealthResponse(status="healthy", banks=len(served_banks(request).names()))
 
 
 @router.get("/health/live", tags=["Monitoring"])
-def live() -> dict[str, str]:
+async def live() -> dict[str, str]:
     return {"status": "alive"}
 
 
 @router.get("/version", response_model=m.VersionResponse, tags=["Monitoring"])
 @router.get("/v1/version", response_model=m.VersionResponse, include_in_schema=False)
-def version() -> m.VersionResponse:
+async def version() -> m.VersionResponse:
     return m.VersionResponse(
         api_version=HINDSIGHT_API_VERSION, engram_version=ENGRAM_VERSION, features=m.FeaturesInfo()
     )
@@ -116,8 +120,8 @@ def profile_of(bank: Bank) -> m.BankProfileResponse:
 def list_banks(
     served: Served,
     q: str | None = None,
-    limit: Annotated[int, Query(ge=0)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=0, le=limits.PAGE)] = 100,
+    offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
 ) -> m.BankListResponse:
     infos = [i for i in served.infos() if not q or q.lower() in f"{i.id} {i.name}".lower()]
     items = []
@@ -381,8 +385,8 @@ def list_operations(
     served: Served,
     ops: Ops,
     status: str | None = None,
-    limit: Annotated[int, Query(ge=0)] = 20,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=0, le=limits.PAGE)] = 20,
+    offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
 ) -> m.OperationsListResponse:
     name = served.get(bank_id).id
     found = [o for o in reversed(ops.of_bank(name)) if status is None or o.status == status]
@@ -415,6 +419,7 @@ RECALL_REFUSALS = {
 
 
 @router.post(BANK + "/memories/recall", response_model=m.RecallResponse, tags=["Memory"])
+@read_only
 def recall(bank_id: str, body: m.RecallRequest, served: Served) -> m.RecallResponse:
     """Engram's recall: `budget` is how many candidates each channel returns
     (low/mid/high), `max_tokens` the token budget the facts are packed into.
@@ -613,10 +618,10 @@ def list_memories(
     q: str | None = None,
     entity_id: str | None = None,
     time_field: Literal["occurred_start"] | None = None,
-    start_date: datetime | None = None,
-    end_date: datetime | None = None,
+    start_date: m.Time | None = None,
+    end_date: m.Time | None = None,
     limit: Annotated[int, Query(ge=0, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
     document_id: str | None = None,
     state: Literal["valid", "invalidated"] | None = None,
     tags: TagsQuery = None,
@@ -821,8 +826,8 @@ def _entity_item(entity) -> dict[str, Any]:
 def list_entities(
     bank_id: str,
     served: Served,
-    limit: Annotated[int, Query(ge=0)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=0, le=limits.PAGE)] = 100,
+    offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
     tags: TagsQuery = None,
     tags_match: TagsMatchQuery = "any",
     tag_groups: str | None = None,
@@ -893,8 +898,8 @@ def list_documents(
     bank_id: str,
     served: Served,
     q: str | None = None,
-    limit: Annotated[int, Query(ge=0)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=0, le=limits.PAGE)] = 100,
+    offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
     tags: TagsQuery = None,
     tags_match: TagsMatchQuery = "any",
 ) -> m.ListDocumentsResponse:
@@ -936,8 +941,8 @@ def document_chunks(
     bank_id: str,
     document_id: str,
     served: Served,
-    limit: Annotated[int, Query(ge=0)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=0, le=limits.PAGE)] = 100,
+    offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
 ) -> m.ListChunksResponse:
     """The document's turns, in order: Engram's chunks (ids `DOCUMENT:INDEX`)."""
     from core.server.memory_views import chunk_id

@@ -12,7 +12,9 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 
+from core import limits
 from core.server import models as m
+from core.server.admission import read_only
 from core.server.errors import not_found, not_implemented
 from core.server.memory_views import iso
 from core.server.routes_hindsight import BANK, Ops, Served
@@ -67,6 +69,7 @@ def memories_timeseries(
 
 
 @router.post(BANK + "/health/llm", response_model=m.BankLlmHealthResponse, tags=["Banks"])
+@read_only
 def llm_health(bank_id: str, served: Served) -> m.BankLlmHealthResponse:
     """Whether the configured language model answers, for each operation that
     uses it (retain, reflect and the observation rebuilds share one)."""
@@ -101,7 +104,7 @@ def list_tags(
     served: Served,
     q: str | None = None,
     limit: Annotated[int, Query(ge=0, le=10_000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=limits.OFFSET)] = 0,
 ) -> m.ListTagsResponse:
     """The tags the bank's active memories carry, most used first."""
     page, total = served.get(bank_id).tag_counts(q, offset=offset, limit=limit)

@@ -8,8 +8,9 @@ leaves every client working. Reads (recall, listings) run without the lock:
 every read takes its own DuckDB cursor and sees committed data only, and the
 indexes are updated under the store's own write lock. Writes through the
 server take the bank's lock, so they are serialised with each other and with
-the studio's runner, which takes the same lock (`lock(bank.id)`). The
-observation rebuilds a change queues are run by the owner: the studio's
+the studio's runner, which takes the same lock (`lock(bank.id)`). The lock
+is a `WriteLock` (admission.py): a request waits for it on the event loop,
+never in a shared worker thread. The observation rebuilds a change queues are run by the owner: the studio's
 pending-jobs indicator, or headless (no `on_change`) a background worker here
 (core/server/rebuilds.py).
 """
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 
 from core.bank import Bank
 from core.engine import Engine
+from core.server.admission import WriteLock
 from core.server.feed import ChangeFeed
 from core.server.rebuilds import ObservationRebuilds
 from core.types import (
@@ -50,7 +52,7 @@ class ServedBanks:
         self.on_change = on_change
         self._banks: dict[str, Bank] = {}
         self._opened: set[str] = set()  # opened here (closed by `close`), not adopted
-        self._locks: dict[str, threading.RLock] = {}
+        self._locks: dict[str, WriteLock] = {}
         self._feeds: dict[str, ChangeFeed] = {}  # what clients follow (core/server/feed.py)
         self._guard = threading.Lock()
         # (url, token file) written into each served bank's lock record, so other
@@ -65,7 +67,7 @@ class ServedBanks:
         """The studio opened `bank`: serve it."""
         with self._guard:
             self._banks[bank.id] = bank
-            self._locks.setdefault(bank.id, threading.RLock())
+            self._locks.setdefault(bank.id, WriteLock())
         self._advertise(bank)
 
     def release(self, bank_id: str) -> None:
@@ -136,14 +138,22 @@ class ServedBanks:
             self._banks[key] = bank
             self._opened.add(key)
             self._advertise(bank)
-            self._locks.setdefault(key, threading.RLock())
+            self._locks.setdefault(key, WriteLock())
             return bank
 
-    def lock(self, bank_id: str) -> threading.RLock:
+    def lock(self, bank_id: str) -> WriteLock:
         """The lock that serialises writes to the bank with this id (the studio's
         runner takes it too)."""
         with self._guard:
-            return self._locks.setdefault(bank_id, threading.RLock())
+            return self._locks.setdefault(bank_id, WriteLock())
+
+    def lock_of(self, ref: str) -> WriteLock | None:
+        """The lock of the bank `ref` names, or None for no such bank (a request
+        naming one needs no place in any queue: it is answered 404)."""
+        try:
+            return self.lock(self.key_of(ref))
+        except EngramError:
+            return None
 
     @contextmanager
     def using(self, ref: str) -> Iterator[Bank]:
@@ -243,7 +253,7 @@ class ServedBanks:
         with self._guard:
             self._banks[bank.id] = bank
             self._opened.add(bank.id)
-            self._locks.setdefault(bank.id, threading.RLock())
+            self._locks.setdefault(bank.id, WriteLock())
         self._advertise(bank)
         self.changed(bank.id, Change.of(added={Kind.BANK: [bank.id]}))
         return bank

@@ -17,10 +17,13 @@ import numpy as np
 import pyarrow as pa
 
 from core import tags as tagging
+from core.limits import FieldError, check_page
 from core.store.filters import like_pattern
 from core.store.order import ORDER_COLUMNS
 from core.store.tagged import scoped_ids_sql
-from core.types import ExtractionMode, Network, NewUnit, Unit, UnitStatus
+from core.text import printable
+from core.timeparse import naive_utc
+from core.types import ExtractionMode, InvalidInputError, Network, NewUnit, Unit, UnitStatus
 
 UNIT_COLUMNS = (
     "u.id, u.text, u.network, u.occurred_start, u.occurred_end, u.mentioned_at, "
@@ -69,7 +72,7 @@ class UnitFilter:
             params += [self.entity, self.entity, self.entity]
         if self.end is not None:
             clauses.append("u.occurred_start < ?")
-            params.append(self.end)
+            params.append(_stored_time("end", self.end))
         if self.start is not None:
             # The occurrence's end is exclusive: one ending at `start` is before it.
             # An instant (no end, or end = start) counts when it is at or after it.
@@ -77,7 +80,8 @@ class UnitFilter:
                 "CASE WHEN u.occurred_end > u.occurred_start THEN u.occurred_end > ?"
                 " ELSE u.occurred_start >= ? END"
             )
-            params += [self.start, self.start]
+            start = _stored_time("start", self.start)
+            params += [start, start]
         if self.text:
             clauses.append("u.text ILIKE ? ESCAPE '\\'")
             params.append(like_pattern(self.text))
@@ -214,6 +218,17 @@ def _with_entities(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> list[Un
     return [_row_to_unit(r, tuple(dict.fromkeys(mentions.get(r[0], ())))) for r in rows]
 
 
+def _stored_time(name: str, value: datetime) -> datetime:
+    """A bound as the units store theirs (naive UTC); FieldError naming it if
+    it is no time, or one whose offset carries it out of years 1..9999."""
+    if not isinstance(value, datetime):
+        raise FieldError(name, f"must be a date and time, not {type(value).__name__}")
+    try:
+        return naive_utc(value)
+    except InvalidInputError as error:
+        raise FieldError(name, str(error), "datetime_range") from None
+
+
 def select_units(
     con: duckdb.DuckDBPyConnection,
     flt: UnitFilter,
@@ -222,8 +237,13 @@ def select_units(
     offset: int = 0,
     limit: int | None = 100,
 ) -> list[Unit]:
-    if order not in ORDER_COLUMNS:
-        raise ValueError(f"cannot sort by {order!r}; choose one of {sorted(ORDER_COLUMNS)}")
+    if not isinstance(order, str) or order not in ORDER_COLUMNS:
+        raise FieldError(
+            "order",
+            f"cannot sort by {printable(str(order))[:80]}; choose one of {sorted(ORDER_COLUMNS)}",
+            "literal_error",
+        )
+    check_page(offset, limit)
     where, params = flt.where()
     direction = "DESC" if descending else "ASC"
     sql = (

@@ -265,3 +265,73 @@ def test_any_limit_is_taken_or_refused_by_the_parser(value):
     else:
         with pytest.raises(argparse.ArgumentTypeError):
             parse(str(value))
+
+
+# -- the engine's own check: Documents built by hand, values sent over `/call` --------
+
+_LIMITED = {
+    "turn-text": (dict(text="x" * 100_001), "turns[0].text"),
+    "speaker": (dict(speaker="S" * 201), "turns[0].speaker"),
+    "speaker-surrogate": (dict(speaker="A\udfff"), "turns[0].speaker"),
+    "text-surrogate": (dict(text="bees \ud800"), "turns[0].text"),
+    "text-nul": (dict(text="bees\x00"), "turns[0].text"),
+    "turn-id": (dict(turn_id="t" * 201), "turns[0].id"),
+    "document-id": (dict(doc_id="d\ud800"), "id"),
+    "title": (dict(title="T" * 1001), "title"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LIMITED))
+def test_a_document_over_a_limit_is_refused_by_the_engine(bank, case):
+    """What the importers refuse in a file, ingest refuses in a Document (issue 27, item 4)."""
+    from core.limits import FieldError
+    from core.types import Document
+
+    values, field = _LIMITED[case]
+    turn = Turn(
+        values.get("turn_id", "t1"), values.get("speaker", "Ann"), values.get("text", "Bees.")
+    )
+    document = Document(values.get("doc_id", "d1"), values.get("title", "chat"), (turn,))
+    before = dump(bank)
+    with pytest.raises(FieldError) as refused:
+        bank.ingest([document], mode="verbatim")
+    assert refused.value.field == field
+    assert dump(bank) == before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"config": ["retain.duplicate_similarity"]}, "config"),
+        ({"background": 7}, "background"),
+        ({"background": "b" * 20_001}, "background"),
+        ({"agent_name": "\ud800"}, "agent_name"),
+    ],
+)
+def test_a_profile_value_no_store_keeps_is_refused(bank, kwargs, field):
+    from core.limits import FieldError
+
+    before = dump(bank)
+    with pytest.raises(FieldError) as refused:
+        bank.set_profile(**kwargs)
+    assert refused.value.field == field
+    assert dump(bank) == before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"limit": -1}, "limit"),
+        ({"offset": 10**21}, "offset"),
+        ({"offset": "3"}, "offset"),
+        ({"order": "text; DROP TABLE units"}, "order"),
+        ({"start": datetime.fromisoformat("9999-12-31T23:00:00-14:00")}, "start"),
+        ({"end": datetime.fromisoformat("0001-01-01T01:00:00+14:00")}, "end"),
+    ],
+)
+def test_a_listing_with_a_bad_page_is_refused_naming_it(bank, kwargs, field):
+    from core.limits import FieldError
+
+    with pytest.raises(FieldError) as refused:
+        bank.units(**kwargs)
+    assert refused.value.field == field

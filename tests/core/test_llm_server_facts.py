@@ -178,3 +178,14 @@ def test_one_model_is_safe_to_share_between_threads(fake_ollama: FakeOllama) -> 
     for t in threads:
         t.join()
     assert results == ["ok"] * 4 and model.speed.calls == 4
+
+
+def test_a_new_client_of_the_same_model_knows_its_measured_speed(fake_ollama) -> None:
+    # Reflect makes its own client per call; it must not assume a slow CPU again
+    # when extraction already measured the model.
+    fake_ollama.script(Reply.json({"a": "x"}))
+    with lm(fake_ollama) as first:
+        first.structured("", "word " * 250, SCHEMA, answer)
+    with lm(fake_ollama) as second, lm(fake_ollama, model="qwen3:4b") as other:
+        assert second.speed.prompt_rate and second.speed.prompt_rate > 1000
+        assert other.speed.prompt_rate is None

@@ -26,7 +26,7 @@ def test_the_studio_serves_what_it_adopts_and_nothing_else(tmp_path):
             served.get("other")  # on disk, but the studio did not open it
         with served.using("mine") as bank:
             assert bank is mine
-            assert served.lock("mine")._is_owned()  # the studio's runner takes the same lock
+            assert served.lock("mine").held  # the studio's runner takes the same lock
         served.changed("mine", Change())
         served.changed("mine", Change.of(added={Kind.UNIT: ["u1"]}))
         assert [n for n, _ in heard] == ["mine"]  # an empty change is not announced

@@ -204,8 +204,8 @@ def snapshot_importer(
     report("done")
 
 
-def engram_serve(report: Callable[[object], None], home: str) -> None:
-    """`engram serve --port 0` itself; each line it prints is reported."""
+def engram_serve(report: Callable[[object], None], home: str, *options: str) -> None:
+    """`engram serve --port 0 [options]` itself; each line it prints is reported."""
     import io
     import sys
 
@@ -219,4 +219,14 @@ def engram_serve(report: Callable[[object], None], home: str) -> None:
             return len(text)
 
     sys.stdout = Lines()
-    main(["--home", home, "serve", "--port", "0"])
+    main(["--home", home, "serve", "--port", "0", *options])
+
+
+def engram_serve_limited(
+    report: Callable[[object], None], home: str, open_files: int, *options: str
+) -> None:
+    """`engram serve` in a process allowed `open_files` descriptors (soft and hard)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+    engram_serve(report, home, *options)

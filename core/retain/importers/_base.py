@@ -7,12 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
 
+from core.limits import NAME_CHARS as MAX_SPEAKER_CHARS
+from core.limits import TURN_CHARS as MAX_TURN_CHARS
 from core.text import clean_name, has_surrogate
 from core.types import Document, InvalidInputError, Turn
-
-MAX_TURN_CHARS = 100_000
-# A speaker is a name: a line this long before its colon is not one.
-MAX_SPEAKER_CHARS = 200
 
 _BOM = b"\xef\xbb\xbf"
 
