@@ -1,15 +1,19 @@
-"""The bank list: every bank in the data folder; create, rename, delete.
+"""The bank list: every bank in the data folder; create, rename, delete; and
+under them the banks of each server File → Connect reached, marked remote.
 
 Listing reads only each bank's label file (no database is opened), so it is
 cheap; it still runs in the runner, with everything else that touches disk.
-Deleting asks for the bank's name typed in full.
+Deleting asks for the bank's name typed in full. A remote bank is renamed or
+deleted on its server, not from here; a server's heading has a menu to list
+it again, disconnect from it, or forget it (its token too).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -19,12 +23,14 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
+from app.connections import RemoteListing
 from app.panes.base import building_text, muted_label
 from app.state import Building, StudioState
 from core import Kind
@@ -34,14 +40,19 @@ if TYPE_CHECKING:
 
 NO_BANKS = "No banks yet.\nCreate one with New (Ctrl+N)."
 
-InfoRole = Qt.ItemDataRole.UserRole + 1
+InfoRole = Qt.ItemDataRole.UserRole + 1  # BankInfo, or RemoteListing for a server's bank
+ServerRole = Qt.ItemDataRole.UserRole + 2  # a server heading's URL
+REMOTE_MARK = "⇄"
+LOST_COLOR = "#dc2626"
 
 
 class BankList(QWidget):
-    open_requested = Signal(object)  # BankInfo
+    open_requested = Signal(object)  # BankInfo, or RemoteListing
     create_requested = Signal()
     rename_requested = Signal(str)
     delete_requested = Signal(str)
+    connect_requested = Signal()
+    disconnect_requested = Signal(str, bool)  # a server's URL, and whether to forget it
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -53,6 +64,8 @@ class BankList(QWidget):
         self.list.itemActivated.connect(self._activated)
         self.list.itemClicked.connect(self._activated)
         self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list.customContextMenuRequested.connect(self._context_menu)
         self.empty = muted_label(NO_BANKS)
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.new_button = QPushButton("New…")
@@ -73,11 +86,13 @@ class BankList(QWidget):
         layout.addWidget(self.list, 1)
         layout.addWidget(self.empty, 1)
         layout.addLayout(buttons)
-        self._current_name: str | None = None
-        state.bank_changed.connect(lambda bank: self.mark_current(bank.name if bank else None))
+        self._current: tuple[str, str] | None = None  # (server url or "", bank id)
+        state.bank_changed.connect(lambda _bank: self.mark_current())
         state.changed.connect(self._on_change)
         state.building_changed.connect(self._building_changed)
+        state.remotes.changed.connect(self._render)
         self._show([])
+        self._listed = False
         # Until the first listing arrives (from the runner), claim nothing: "No banks
         # yet" would be wrong for a moment on every start.
         self.list.setVisible(True)
@@ -93,17 +108,57 @@ class BankList(QWidget):
 
     def _show(self, infos: list[BankInfo]) -> None:
         self.infos = list(infos)
+        self._listed = True
+        self._render()
+
+    def _render(self) -> None:
+        """The local banks, then each server's heading and banks."""
         self.list.blockSignals(True)
         self.list.clear()
-        for info in infos:
+        for info in self.infos:
             item = QListWidgetItem(info.name)
             item.setData(InfoRole, info)
             item.setToolTip(f"{info.name}\n{info.folder}")
             self.list.addItem(item)
+        servers = list(self.state.remotes.servers.values())
+        for server in servers:
+            heading = QListWidgetItem(self._heading(server))
+            heading.setData(ServerRole, server.url)
+            heading.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            font = heading.font()
+            font.setBold(True)
+            heading.setFont(font)
+            if server.error:
+                heading.setForeground(QBrush(QColor(LOST_COLOR)))
+            heading.setToolTip(
+                f"{server.url}\n"
+                + (f"Not answering: {server.error}\n" if server.error else "")
+                + "Right-click to list it again, disconnect, or forget it."
+            )
+            self.list.addItem(heading)
+            for info in server.banks:
+                item = QListWidgetItem(f"  {REMOTE_MARK} {info.name}")
+                item.setData(InfoRole, RemoteListing(server.url, info))
+                item.setToolTip(
+                    f"{info.name} — remote: served at {server.url}\n"
+                    "Every call goes to that server; its changes show here as they happen."
+                )
+                self.list.addItem(item)
         self.list.blockSignals(False)
-        self.list.setVisible(bool(infos))
-        self.empty.setVisible(not infos)
-        self.mark_current(self._current_name)
+        shown = bool(self.infos or servers) or not self._listed
+        self.list.setVisible(shown)
+        self.empty.setVisible(not shown)
+        self.mark_current()
+
+    @staticmethod
+    def _heading(server) -> str:
+        if server.error:
+            state = "not answering"
+        elif not server.listed:
+            state = "connecting…"
+        else:
+            state = f"{len(server.banks)} bank{'s' if len(server.banks) != 1 else ''}"
+        return f"{REMOTE_MARK} {server.connection.label} · {state}"
 
     def _building_changed(self, building: Building | None) -> None:
         """While a bank is built (the demo on a first start), the empty list says so."""
@@ -115,33 +170,84 @@ class BankList(QWidget):
     def info(self, name: str) -> BankInfo | None:
         return next((i for i in self.infos if i.name == name), None)
 
-    def mark_current(self, name: str | None) -> None:
-        self._current_name = name
+    def mark_current(self, _name: str | None = None) -> None:
+        """Bold the open bank (matched by server and id: a server's bank may share a
+        local bank's name)."""
+        bank = self.state.bank
+        self._current = (self.state.bank_url, bank.id) if bank is not None else None
         self.list.blockSignals(True)
         for row in range(self.list.count()):
             item = self.list.item(row)
+            key = _key(item.data(InfoRole))
+            if key is None:
+                continue
             font = item.font()
-            font.setBold(item.text() == name)
+            font.setBold(key == self._current)
             item.setFont(font)
-            if item.text() == name:
+            if key == self._current:
                 self.list.setCurrentItem(item)
         self.list.blockSignals(False)
         self._update_buttons()
 
     def _update_buttons(self) -> None:
-        has = self.list.currentItem() is not None
-        self.rename_button.setEnabled(has)
-        self.delete_button.setEnabled(has)
+        item = self.list.currentItem()
+        local = item is not None and not isinstance(item.data(InfoRole), RemoteListing | None)
+        for button in (self.rename_button, self.delete_button):
+            button.setEnabled(local)
+            button.setToolTip(
+                "A remote bank is renamed or deleted on its server"
+                if item is not None and not local
+                else ""
+            )
 
     def _activated(self, item: QListWidgetItem) -> None:
         info = item.data(InfoRole)
-        if info is not None and info.name != self._current_name:
+        if info is not None and _key(info) != self._current:
             self.open_requested.emit(info)
 
     def _with_current(self, signal: Signal) -> None:
         item = self.list.currentItem()
-        if item is not None:
-            signal.emit(item.text())
+        info = item.data(InfoRole) if item is not None else None
+        if info is not None and not isinstance(info, RemoteListing):
+            signal.emit(info.name)
+
+    def _context_menu(self, pos: QPoint) -> None:
+        item = self.list.itemAt(pos)
+        if item is None:
+            return
+        url = item.data(ServerRole)
+        listing = item.data(InfoRole)
+        if url is None and isinstance(listing, RemoteListing):
+            url = listing.url
+        menu = QMenu(self)
+        if url is None:
+            menu.addAction("Connect to server…", self.connect_requested.emit)
+        else:
+            remotes = self.state.remotes
+            menu.addAction("List its banks again", lambda: remotes.reload(url))
+            menu.addAction("Disconnect", lambda: self.disconnect_requested.emit(url, False))
+            menu.addAction(
+                "Forget this server and its token",
+                lambda: self.disconnect_requested.emit(url, True),
+            )
+        menu.exec(self.list.viewport().mapToGlobal(pos))
+        menu.deleteLater()
+
+    def item_for(self, url: str, bank_id: str) -> QListWidgetItem | None:
+        """The row of a server's bank (or a local one, with url "")."""
+        for row in range(self.list.count()):
+            item = self.list.item(row)
+            if _key(item.data(InfoRole)) == (url, bank_id):
+                return item
+        return None
+
+
+def _key(info: BankInfo | RemoteListing | None) -> tuple[str, str] | None:
+    if info is None:
+        return None
+    if isinstance(info, RemoteListing):
+        return (info.url, info.info.id)
+    return ("", info.id)
 
 
 class _BankNameDialog(QDialog):

@@ -26,12 +26,18 @@ is a job it is cancelled, and whatever it returns or raises is dropped (a
 mutation's Change is still broadcast: it happened). `supersede(owner)` drops
 an owner's pending results without asking again (its bank was switched).
 
+A write that failed because the bank's server did not answer (a remote bank
+whose connection dropped) is offered again: `write_failed` carries a
+`FailedWrite` whose `retry()` submits the very same task (its callbacks too),
+so what the person asked for is not lost with the connection.
+
 `shutdown()` cancels every job and joins the pool: the window calls it on close.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import logging
 import traceback
@@ -120,6 +126,20 @@ class _Task:
     initiator: Any = None
 
 
+@dataclass(frozen=True)
+class FailedWrite:
+    """A mutation the server never answered, ready to be sent again."""
+
+    label: str
+    message: str
+    retry: Callable[[], int]
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether the error says the bank's server did not answer (it may come back)."""
+    return getattr(error, "kind", "") == "Unreachable"
+
+
 def change_of(result: Any) -> Change | None:
     """The change record a mutation returned, directly or as `.change`."""
     if isinstance(result, Change):
@@ -141,6 +161,7 @@ class Runner(QObject):
     job_started = Signal(object)  # Job
     job_finished = Signal(object)  # Job
     idle = Signal()  # no task running or queued
+    write_failed = Signal(object)  # FailedWrite: a mutation the server never answered
 
     def __init__(self, parent: QObject | None = None, max_threads: int = 4) -> None:
         super().__init__(parent)
@@ -399,6 +420,13 @@ class Runner(QObject):
                 self.idle.emit()
 
     def _report(self, task: _Task, error: BaseException, tb: str) -> None:
+        if task.mutating and task.job is None and unreachable(error):
+            again = dataclasses.replace(task, id=next(self._ids))
+            self.write_failed.emit(
+                FailedWrite(task.label, describe(error), lambda: self._submit(again))
+            )
+            if task.on_error is None:
+                return  # the window's banner says so, with Retry: no dialog on top
         if task.on_error is not None:
             if _alive(task.on_error):
                 task.on_error(error)

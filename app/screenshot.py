@@ -140,6 +140,7 @@ def run(options: argparse.Namespace) -> int:
         shoot(f"{number:02d}-{pane.slug}")
 
     _dialogs(window, idle, shoot)
+    _remote(window, idle, shoot)
 
     # An empty bank, to show the panes' empty states.
     if temporary:
@@ -310,6 +311,63 @@ def _dialogs(window, idle: Callable[[], None], shoot: Callable[..., None]) -> No
     shoot("dialog-delete-bank", dialog)
     dialog.close()
     dialog.deleteLater()
+    dialog = window.ask_connect()
+    dialog.url.setText("https://memory.example.com:8888")
+    dialog.token.setText("x" * 40)
+    dialog.ca_file.setText(str(Path.home() / "engram-ca.pem"))
+    shoot("dialog-connect", dialog)
+    dialog.close()
+
+
+def _remote(window, idle: Callable[[], None], shoot: Callable[..., None]) -> None:
+    """The demo bank as a studio on another machine sees it: a copy served here on
+    loopback by a second engine (as `engram serve` would serve it), connected to
+    through File → Connect and opened remote; then that server stops, and the
+    banner says the connection is lost."""
+    import secrets
+
+    from app.connections import Connection, RemoteListing
+    from core import Engine, ServedBanks, start_server
+
+    bank = window.state.bank
+    if bank is None:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="engram-screenshot-remote-"))
+    bank.export_snapshot(folder / "copy.engram")
+    engine = Engine(folder / "home")
+    served = ServedBanks(engine, open_on_demand=False)
+    copy = engine.import_snapshot(folder / "copy.engram")
+    served.adopt(copy)
+    token = secrets.token_urlsafe(24)
+    handle = start_server(served, "127.0.0.1", 0, token)
+    try:
+        window.connect_to(Connection(handle.url), token, remember=False)
+        idle()
+        server = window.state.remotes.servers.get(handle.url)
+        if server is None or not server.banks:
+            return
+        window.open_bank(RemoteListing(handle.url, server.banks[0]))
+        deadline = time.monotonic() + 60
+        while window.follower is None or window.follower.status != "live":
+            idle(1.0)
+            if time.monotonic() > deadline:
+                return
+        pane = window.show_pane("world")
+        idle()
+        if pane.model.rowCount() > 2:
+            pane.select_row(2)
+        shoot("remote-bank")
+        handle.stop()
+        while window.follower.status == "live" and time.monotonic() < deadline:
+            idle(1.0)
+        shoot("remote-connection-lost")
+    finally:
+        handle.stop()
+        window.set_bank(None)
+        served.close()
+        copy.close()
+        engine.close()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

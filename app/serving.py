@@ -176,6 +176,8 @@ class StudioServer(QObject):
 
     @Slot(object)
     def _bank_changed(self, bank: Bank | None) -> None:
+        if self.state.remote:
+            bank = None  # another computer's bank: its own server serves it
         old, self._bank = self._bank, bank
         if self.served is None:
             return  # adopted when the server starts

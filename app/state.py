@@ -51,17 +51,46 @@ class StudioState(QObject):
         self._opening = ""
         self._building: Building | None = None
         self.server = None  # the StudioServer (app/serving.py) once the window made one
+        # The servers File → Connect reached (app/connections.py), and the one whose
+        # bank is open ("" for a bank in this computer's data folder).
+        from app.connections import RemoteServers
+
+        self.remotes = RemoteServers(runner, engine.home, self)
+        self._bank_url = ""
         runner.changed.connect(self._on_change)
 
     @property
     def bank(self) -> Bank | None:
         return self._bank
 
-    def set_bank(self, bank: Bank | None) -> None:
+    def set_bank(self, bank: Bank | None, url: str = "") -> None:
+        """Show `bank` (None: none); `url` names the server it came from, for a bank
+        another computer serves (a `RemoteBank`)."""
         if bank is self._bank:
             return
         self._bank = bank
+        self._bank_url = url if bank is not None else ""
         self.bank_changed.emit(bank)
+
+    @property
+    def bank_url(self) -> str:
+        """The server the open bank lives on, or "" when it is in the data folder."""
+        return self._bank_url
+
+    @property
+    def remote(self) -> bool:
+        """Whether the open bank is another computer's (every call a round trip)."""
+        return bool(self._bank_url)
+
+    def engine_for(self, bank: Bank | None = None) -> Engine:
+        """The engine of the open bank (or `bank`, if it is the open one): the
+        server's `RemoteEngine` for a remote bank (importing a snapshot uploads it
+        there, its language model is the server's), else the data folder's."""
+        if (bank is None or bank is self._bank) and self._bank_url:
+            remote = self.remotes.engine(self._bank_url)
+            if remote is not None:
+                return remote  # type: ignore[return-value]
+        return self.engine
 
     @property
     def opening(self) -> str:

@@ -1,7 +1,8 @@
 """The main window: the bank list, the panes as tabs, menus, shortcuts, status bar.
 
 The window owns the runner and the studio state. It opens and closes banks
-(in the runner), forwards F5, Ctrl+F and Delete to the current pane, shows
+(in the runner) — its own, and those of the servers File → Connect reached
+(a `RemoteBank`, followed live by app/following.py) — forwards F5, Ctrl+F and Delete to the current pane, shows
 errors (status bar, and a dialog for the engine's messages), shows the
 running job with a cancel button, and saves its layout in QSettings. Closing
 it cancels and joins running work before the banks are closed.
@@ -41,6 +42,8 @@ from PySide6.QtWidgets import (
 
 from app import theme
 from app.banks import BankList, CreateBankDialog, DeleteBankDialog, RenameBankDialog
+from app.connections import RemoteListing
+from app.following import LIVE, LOST, BankFollower, ConnectionBanner, followed
 from app.jobs import JobsIndicator
 from app.panes import PANES, Pane, PaneSpec
 from app.runner import Job, Runner, describe
@@ -76,6 +79,7 @@ class MainWindow(QMainWindow):
         self.state.server = self.server
         self._closing_banks: dict[Path, Bank] = {}
         self._open_after_close: BankInfo | str | None = None
+        self.follower: BankFollower | None = None  # the open remote bank's change stream
         # Start-up work that can wait for the first bank: probing the language
         # model and serving load the HTTP and web stacks, which would otherwise
         # take turns with the bank's stores for the interpreter (the GIL).
@@ -91,6 +95,8 @@ class MainWindow(QMainWindow):
         self.bank_list.create_requested.connect(self.ask_create_bank)
         self.bank_list.rename_requested.connect(self.ask_rename_bank)
         self.bank_list.delete_requested.connect(self.ask_delete_bank)
+        self.bank_list.connect_requested.connect(self.ask_connect)
+        self.bank_list.disconnect_requested.connect(self.disconnect_server)
         self.bank_dock = QDockWidget("Banks", self)
         self.bank_dock.setObjectName("dock-banks")
         self.bank_dock.setWidget(self.bank_list)
@@ -109,7 +115,15 @@ class MainWindow(QMainWindow):
         self._built: dict[str, Pane] = {}
         for spec in self.pane_specs:
             self.tabs.addTab(_host(spec.slug), spec.title)
-        self.setCentralWidget(self.tabs)
+        # Above the panes: a remote bank's lost connection, and writes to retry.
+        self.banner = ConnectionBanner(self.state)
+        central = QWidget()
+        column = QVBoxLayout(central)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.banner)
+        column.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
 
         # -- status bar --
         self.mode_label = QLabel()
@@ -139,9 +153,16 @@ class MainWindow(QMainWindow):
         status.addPermanentWidget(self.mode_label)
         self.serving_indicator = ServingIndicator(self.server)
         status.addPermanentWidget(self.serving_indicator)
+        self.remote_label = QLabel()
+        self.remote_label.setObjectName("remote-status")
+        self.remote_label.setVisible(False)
+        status.addPermanentWidget(self.remote_label)
         self._show_mode(self.state.mode)
 
         self.runner.failed.connect(self.show_error)
+        self.runner.write_failed.connect(self.banner.add_failed)
+        self.runner.changed.connect(self._made_here)
+        self.state.remotes.changed.connect(self._servers_changed)
         self.runner.job_started.connect(self._job_started)
         self.runner.job_finished.connect(self._job_finished)
         self.state.status.connect(lambda text: self.statusBar().showMessage(text, 8000))
@@ -177,11 +198,21 @@ class MainWindow(QMainWindow):
         self.act_new = self._action("&New bank…", self.ask_create_bank, "Ctrl+N")
         self.act_ingest = self._action("&Ingest conversations…", self.ingest, "Ctrl+I")
         self.act_export = self._action("&Export snapshot…", self.export_snapshot, "Ctrl+E")
+        self.act_connect = self._action(
+            "&Connect to server…",
+            self.ask_connect,
+            tip="Open the banks another computer serves (engram serve)",
+        )
         self.act_quit = self._action("&Quit", self.close, "Ctrl+Q")
         file = bar.addMenu("&File")
         file.setToolTipsVisible(True)
         for a in (self.act_new, self.act_ingest, self.act_export):
             file.addAction(a)
+        file.addSeparator()
+        file.addAction(self.act_connect)
+        self.servers_menu = file.addMenu("&Servers")
+        self.servers_menu.setObjectName("servers-menu")
+        self._servers_changed()
         file.addSeparator()
         file.addAction(self.act_quit)
 
@@ -254,8 +285,9 @@ class MainWindow(QMainWindow):
     def _update_actions(self) -> None:
         bank = self.state.bank
         has = bank is not None
-        for action in (self.act_rename, self.act_delete_bank, self.act_verify):
-            action.setEnabled(has)
+        for action in (self.act_rename, self.act_delete_bank):
+            action.setEnabled(has and not self.state.remote)  # done on its server
+        self.act_verify.setEnabled(has)
         for action, verb in (
             (self.act_undo, "Undo the last curation action"),
             (self.act_redo, "Redo what was undone"),
@@ -267,8 +299,12 @@ class MainWindow(QMainWindow):
 
     # -- banks ---------------------------------------------------------------
 
-    def open_bank(self, target: BankInfo | str) -> None:
-        """Open a bank by name or BankInfo in the runner; the current one is closed after."""
+    def open_bank(self, target: BankInfo | RemoteListing | str) -> None:
+        """Open a bank by name or BankInfo in the runner (or a server's bank, by the
+        RemoteListing the bank list holds); the current one is closed after."""
+        if isinstance(target, RemoteListing):
+            self._open_remote(target)
+            return
         name = target if isinstance(target, str) else target.name
         folder = None if isinstance(target, str) else target.folder
         ref = target if isinstance(target, str) else (target.id or target.name)
@@ -287,16 +323,34 @@ class MainWindow(QMainWindow):
             lambda: engine.open_bank(ref), self._opened, lambda e: self._open_failed(e, name)
         )
 
-    def _opened(self, bank: Bank) -> None:
-        if bank.closed:  # closed by a switch that raced this open: open it again
+    def _open_remote(self, listing: RemoteListing) -> None:
+        engine = self.state.remotes.engine(listing.url)
+        if engine is None:
+            self.statusBar().showMessage(f"Not connected to {listing.url}.", 6000)
+            return
+        name = listing.name
+        self.statusBar().showMessage(f"Opening “{name}” on {listing.url}…")
+        self.state.set_opening(name)
+        self.runner.run_query(
+            lambda: followed(engine.open_bank(listing.id)),
+            lambda bank: self._opened(bank, listing.url),
+            lambda e: self._open_failed(e, name),
+        )
+
+    def _opened(self, bank: Bank, url: str = "") -> None:
+        if bank.closed and not url:  # closed by a switch that raced this open: again
             self.open_bank(bank.id)
             return
-        self.statusBar().showMessage(f"Opened “{bank.name}”.", 4000)
-        self.set_bank(bank)
+        where = f" on {url}" if url else ""
+        self.statusBar().showMessage(f"Opened “{bank.name}”{where}.", 4000)
+        self.set_bank(bank, url)
         if self.state.opening == bank.name:  # not when another open was asked for since
             self.state.set_opening("")
         self._start_deferred()
-        # The first recall on a large bank would otherwise wait for the link graph.
+        # The first recall on a large bank would otherwise wait for the link graph
+        # (a remote bank's server prepares its own).
+        if url:
+            return
         self.runner.run_query(
             bank.prepare_recall,
             on_error=lambda e: self.statusBar().showMessage(
@@ -348,11 +402,14 @@ class MainWindow(QMainWindow):
         for step in waiting:
             step()
 
-    def set_bank(self, bank: Bank | None) -> None:
-        old = self.state.bank
-        self.state.set_bank(bank)
+    def set_bank(self, bank: Bank | None, url: str = "") -> None:
+        old, old_remote = self.state.bank, self.state.remote
+        self.state.set_bank(bank, url)
         if old is not None and old is not bank and not old.closed:
-            self._close_later(old)
+            if old_remote:
+                old.close()  # nothing of it is held here; its server keeps it open
+            else:
+                self._close_later(old)
 
     def _close_later(self, bank: Bank) -> None:
         """Close a bank once no work on it is running (an exclusive task on its key)."""
@@ -370,14 +427,114 @@ class MainWindow(QMainWindow):
         return self.state.bank.name if self.state.bank is not None else ""
 
     def _bank_changed(self, bank: Bank | None) -> None:
-        self.setWindowTitle(f"{bank.name} — {APPLICATION}" if bank else APPLICATION)
+        self.setWindowTitle(self._title(bank))
         self._update_actions()
+        self._follow(bank if self.state.remote else None)
+        self._show_mode(self.state.mode)
+
+    def _title(self, bank: Bank | None) -> str:
+        if bank is None:
+            return APPLICATION
+        server = self.state.remotes.servers.get(self.state.bank_url)
+        where = f" (remote · {server.connection.label})" if server is not None else ""
+        return f"{bank.name}{where} — {APPLICATION}"
+
+    # -- remote servers ------------------------------------------------------
+
+    def ask_connect(self, connection: Any = None) -> QDialog:
+        """File → Connect to server…: non-blocking; connects when the server answered."""
+        from app.connect_dialog import ConnectDialog
+
+        dialog = ConnectDialog(self.runner, self.state.remotes.tokens, self, connection=connection)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.connected.connect(self.connect_to)
+        dialog.open()
+        return dialog
+
+    def connect_to(self, connection: Any, token: str, remember: bool = True) -> None:
+        self.state.remotes.connect_to(connection, token, remember=remember)
+        self.statusBar().showMessage(f"Connected to {connection.label}.", 6000)
+
+    def _servers_changed(self) -> None:
+        menu = self.servers_menu
+        menu.clear()
+        servers = list(self.state.remotes.servers.values())
+        menu.setEnabled(bool(servers))
+        for server in servers:
+            sub = menu.addMenu(server.connection.label)
+            sub.addAction("List its banks again", lambda u=server.url: self.state.remotes.reload(u))
+            sub.addAction("Disconnect", lambda u=server.url: self.disconnect_server(u))
+            sub.addAction(
+                "Forget (and its token)", lambda u=server.url: self.disconnect_server(u, True)
+            )
+        if self.state.bank is not None:
+            self.setWindowTitle(self._title(self.state.bank))
+
+    def disconnect_server(self, url: str, forget: bool = False) -> None:
+        if self.state.remote and self.state.bank_url == url:
+            self.set_bank(None)
+        self.state.remotes.disconnect(url, keep=not forget)
+        verb = "Forgot" if forget else "Disconnected from"
+        self.statusBar().showMessage(f"{verb} {url}.", 6000)
+
+    def _follow(self, bank: Bank | None) -> None:
+        """Follow the open remote bank's changes (and its connection); stop following
+        the one before."""
+        if self.follower is not None:
+            self.follower.stop()
+            self.follower.deleteLater()
+            self.follower = None
+        if bank is not None:
+            server = self.state.remotes.servers.get(self.state.bank_url)
+            label = server.connection.label if server is not None else self.state.bank_url
+            follower = BankFollower(bank, label, self)  # type: ignore[arg-type]
+            follower.changed.connect(self.state.broadcast)
+            follower.reloaded.connect(self._reload_remote)
+            follower.status_changed.connect(self._remote_status)
+            self.follower = follower
+            follower.start()
+        self.banner.follow(self.follower)
+        self._remote_status()
+
+    def _made_here(self, change: Change, _initiator: object) -> None:
+        if self.follower is not None:
+            self.follower.made_here(change)
+
+    def _reload_remote(self) -> None:
+        """Back after a loss (or told changes were missed): every pane reads again."""
+        for pane in self.built_panes():
+            pane.refresh()
+        self.state.remotes.reload(self.state.bank_url)
+
+    def _remote_status(self, *_: Any) -> None:
+        follower = self.follower
+        self.remote_label.setVisible(follower is not None)
+        if follower is None:
+            return
+        live = follower.status == LIVE
+        state = {LIVE: "live", LOST: "connection lost"}.get(
+            follower.status, "reconnecting…" if follower.lost_once else "connecting…"
+        )
+        self.remote_label.setText(f"{'⇄' if live else '⚠'} Remote · {follower.label} · {state}")
+        self.remote_label.setProperty("role", None if live else "error")
+        self.remote_label.setToolTip(
+            f"The open bank is served at {self.state.bank_url}."
+            + ("" if live else f"\nNot answering: {follower.detail}")
+        )
+        self.remote_label.style().unpolish(self.remote_label)
+        self.remote_label.style().polish(self.remote_label)
+        if follower.status == LOST:
+            self.statusBar().showMessage(
+                f"Lost the connection to {follower.label}: trying again…", 8000
+            )
 
     def _on_change(self, change: Change) -> None:
         bank = self.state.bank
         if bank is not None and change.touches(Kind.BANK):
-            self.setWindowTitle(f"{bank.name} — {APPLICATION}")
-            self.bank_list.mark_current(bank.name)
+            self.setWindowTitle(self._title(bank))
+            self.bank_list.mark_current()
+            if self.state.remote:
+                self.state.remotes.reload(self.state.bank_url)
 
     def ask_create_bank(self) -> None:
         dialog = CreateBankDialog(self.bank_list.names(), self)
@@ -598,6 +755,15 @@ class MainWindow(QMainWindow):
         self.runner.run_query(engine.mode, self.state.set_mode, lambda e: None)
 
     def _show_mode(self, mode: str) -> None:
+        server = self.state.remotes.servers.get(self.state.bank_url) if self.state.remote else None
+        if server is not None:
+            # A remote bank's extraction and answers are its server's: its model or rules.
+            self.mode_label.setText("Mode: the server's")
+            self.mode_label.setToolTip(
+                "The open bank is another computer's: its server extracts facts and answers"
+                " with the language model it is configured with (or its offline rules)."
+            )
+            return
         self.mode_label.setText(f"Mode: {mode}")
         # A long reason is cut by the status bar's width: the tooltip has it whole.
         self.mode_label.setToolTip(
@@ -713,6 +879,7 @@ class MainWindow(QMainWindow):
             # Its id finds it after a rename; its name is what "Opening …" says.
             s.setValue("window/bank", self.state.bank.name)
             s.setValue("window/bank_id", self.state.bank.id)
+            s.setValue("window/bank_url", self.state.bank_url)
         for pane in self.built_panes():
             pane.save_state(s)
         s.sync()
@@ -736,6 +903,12 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Opening “{last}”…")
 
         last_id = self.settings().value("window/bank_id") if open_last else None
+        last_url = str(self.settings().value("window/bank_url", "") or "") if open_last else ""
+        self.state.remotes.reconnect_saved()
+        if last_url and last_url in self.state.remotes.servers:
+            # The last bank was a server's: opened once that server has listed it.
+            self._open_when_listed(last_url, str(last_id or ""), last or "")
+            open_last = False
 
         def listed(infos: list[BankInfo]) -> None:
             self.bank_list._show(infos)
@@ -751,6 +924,26 @@ class MainWindow(QMainWindow):
 
         self.runner.run_query(engine.banks, listed)
 
+    def _open_when_listed(self, url: str, bank_id: str, name: str) -> None:
+        remotes = self.state.remotes
+
+        def connected(which: str) -> None:
+            if which != url:
+                return
+            remotes.connected.disconnect(connected)
+            server = remotes.servers.get(url)
+            found = next(
+                (i for i in (server.banks if server else []) if i.id == bank_id or i.name == name),
+                None,
+            )
+            if found is not None and self.state.bank is None:
+                self.open_bank(RemoteListing(url, found))
+            elif self.state.opening == name:
+                self.state.set_opening("")
+            self._start_deferred()
+
+        remotes.connected.connect(connected)
+
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self.closed:
             self.save_layout()
@@ -760,8 +953,10 @@ class MainWindow(QMainWindow):
                 )
             # No more requests, then cancel and join engine work, before the stores close.
             self.server.shutdown()
+            self._follow(None)
             self.runner.shutdown()
             self.state.set_bank(None)
+            self.state.remotes.close()
             self.engine.close()
             self._delete_orphan_menus()
             self.closed = True

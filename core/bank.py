@@ -843,10 +843,13 @@ class Bank:
 
     # -- lifecycle -----------------------------------------------------------
 
-    def advertise(self, url: str | None, token_file: str | None = None) -> None:
+    def advertise(
+        self, url: str | None, token_file: str | None = None, certificate: str | None = None
+    ) -> None:
         """Record in the bank's lock that this process serves it at `url` (None:
-        withdraw it), so other processes' commands on it are routed here."""
-        self.store.advertise(url, token_file)
+        withdraw it), so other processes' commands on it are routed here; an https
+        `url` names the server's `certificate`, which those commands trust."""
+        self.store.advertise(url, token_file, certificate)
 
     def close(self) -> None:
         self.engine._forget(self)

@@ -361,7 +361,7 @@ class DocumentsPane(Pane):
         bank = self.bank
         if bank is None:
             return
-        engine = self.state.engine
+        engine = self.state.engine_for(bank)
 
         def body(progress: Any, cancel: Any) -> Any:
             llm = engine.language_model() if mode in ("auto", "llm") else None

@@ -242,22 +242,27 @@ class SnapshotsPane(Pane):
             self.import_from(Path(path))
 
     def import_from(self, path: Path) -> None:
-        engine = self.state.engine
+        # With a remote bank open, the snapshot is uploaded to its server.
+        engine, url = self.state.engine_for(), self.state.bank_url
         name = self.import_name.text().strip() or None
         replace = self.import_replace.isChecked()
-        self.import_result.setText(f"Importing {path.name}…")
+        where = f" to {url}" if url else ""
+        self.import_result.setText(f"Importing {path.name}{where}…")
         window = self.window()
 
         def done(bank: Bank) -> None:
-            self.import_result.setText(f"Imported “{bank.name}”.")
+            self.import_result.setText(f"Imported “{bank.name}”{where}.")
             set_bank = getattr(window, "set_bank", None)
             if callable(set_bank):
-                set_bank(bank)
+                set_bank(bank, url)
+            if url:
+                self.state.remotes.reload(url)
 
         self.state.runner.run_job(
-            f"Importing {path.name}",
+            f"Importing {path.name}{where}",
             lambda progress, cancel: _Imported(
-                engine.import_snapshot(path, name, replace, progress=progress, cancel=cancel)
+                engine.import_snapshot(path, name, replace, progress=progress, cancel=cancel),
+                remote=bool(url),
             ),
             lambda imported: done(imported.bank),
             lambda error: self._failed(self.import_result, error),
@@ -282,11 +287,24 @@ class SnapshotsPane(Pane):
             )
             return
         self.diff_summary.setText("Comparing…")
+        live = self.bank if not isinstance(a, Path) or not isinstance(b, Path) else None
+        if live is not None and self.state.remote:
+            # A remote bank's tables are on its server: compared as a snapshot of it
+            # now, downloaded (progress, cancel) into a folder deleted afterwards.
+            self.state.runner.run_job(
+                f"Comparing with “{live.name}”",
+                lambda progress, cancel: _diff_remote(live, a, b, progress, cancel),
+                self._show_diff,
+                lambda error: self._failed(self.diff_summary, error),
+                mutating=False,
+                key=live,
+            )
+            return
         self.state.runner.run_query(
             lambda: diff_snapshots(a, b),
             self._show_diff,
             lambda error: self._failed(self.diff_summary, error),
-            key=self.bank if isinstance(a, Bank) or isinstance(b, Bank) else None,
+            key=live,
         )
 
     def _show_diff(self, diff: SnapshotDiff) -> None:
@@ -312,9 +330,22 @@ class SnapshotsPane(Pane):
         label.setText(f"✗ {describe(error)}")
 
 
+def _diff_remote(bank: Any, a: Any, b: Any, progress: Any, cancel: Any) -> SnapshotDiff:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="engram-remote-diff-") as tmp:
+        copy = Path(tmp) / f"{bank.id}.engram"
+        bank.export_snapshot(copy, progress=progress, cancel=cancel)
+        return diff_snapshots(copy if a is bank else a, copy if b is bank else b)
+
+
 class _Imported:
     """An import result: the bank, and a change record naming it for the bank list."""
 
-    def __init__(self, bank: Bank) -> None:
+    def __init__(self, bank: Bank, *, remote: bool = False) -> None:
+        if remote:  # uploaded to a server: its name is read on the UI thread
+            from app.following import followed
+
+            followed(bank)  # type: ignore[arg-type]
         self.bank = bank
         self.change = Change.of(added={Kind.BANK: [bank.id]})

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from core import Engine
 
@@ -56,6 +57,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="open connections at most; past it a connection is answered 503"
         " (default 1000, lowered to fit the open-file limit)",
     )
+    serve.add_argument(
+        "--certfile",
+        help="serve over HTTPS with this PEM certificate (clients verify it: give them its CA)",
+    )
+    serve.add_argument("--keyfile", help="the certificate's PEM private key (if not in --certfile)")
     serve.set_defaults(handler=run_serve)
 
     mcp = sub.add_parser(
@@ -81,10 +87,16 @@ def _seconds(text: str) -> float:
 
 def run_serve(args, engine: Engine) -> int:
     from core.server import ServedBanks, api_token, start_server
-    from core.server.running import check_bind
+    from core.server.running import Certificate, check_bind
     from core.server.token import ENV, token_file
 
     check_bind(args.host)  # before loading anything
+    if args.keyfile and not args.certfile:
+        print("engram: --keyfile needs --certfile", file=sys.stderr)
+        return 2
+    certificate = Certificate(args.certfile, args.keyfile) if args.certfile else None
+    if certificate is not None:
+        certificate.check()
     token = api_token(engine.home)
     engine.embedder  # noqa: B018 — loaded once now, so the first request is not the slow one
     served = ServedBanks(engine, open_on_demand=True)
@@ -102,6 +114,7 @@ def run_serve(args, engine: Engine) -> int:
             args.host,
             args.port,
             token,
+            certificate=certificate,
             **{k: v for k, v in options.items() if v is not None},
         )
     except OSError as error:
@@ -116,7 +129,11 @@ def run_serve(args, engine: Engine) -> int:
     from_env = bool(os.environ.get(ENV, "").strip())
     where = f"${ENV}" if from_env else str(token_file(engine.home))
     # Each bank's lock names this address: `engram` commands on it are routed here.
-    served.advertise(handle.url, None if from_env else str(token_file(engine.home)))
+    served.advertise(
+        handle.url,
+        None if from_env else str(token_file(engine.home)),
+        str(Path(certificate.certfile).resolve()) if certificate is not None else None,
+    )
     print(f"engram: serving {engine.banks_dir} at {handle.url}", flush=True)
     print(f"engram: bearer token in {where}; MCP at {handle.url}/mcp", flush=True)
     try:

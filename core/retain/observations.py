@@ -161,7 +161,13 @@ def _gist(text: str, fact: Unit) -> str:
     briefly ("Ann adopted a greyhound (March 2021)."), and the rest is in the fact."""
     label = _DATE_LABEL.search(text)
     body = text[: label.start()] if label else text
-    first = _FIRST_SENTENCE.match(body.strip())
+    body = body.strip()
+    first = _FIRST_SENTENCE.match(body)
+    # A question and its answer ("Maya asked me "Any news…?"; Northwind signed…"):
+    # what the profile states is the answer, never the question before it.
+    if first and first.group(1).rstrip('"”’; ').endswith("?"):
+        body = body[first.end() :].strip()
+        first = _FIRST_SENTENCE.match(body)
     if first and len(first.group(1).split()) >= GIST_MIN_WORDS:
         body = first.group(1).rstrip(".!?; ")
     body = body.strip().rstrip(".!?; ")

@@ -50,6 +50,7 @@ from core.types import (
     Change,
     EngramError,
     InvalidInputError,
+    Kind,
     StorageError,
 )
 
@@ -59,6 +60,10 @@ CHUNK = 1 << 20  # bytes per read of a file streamed up or down
 UPLOAD_BATCH_BYTES = 2 << 20
 CANCEL_WAIT = 30.0  # seconds to wait for the owner to confirm a cancel
 CANCEL_POLL = 0.1
+# A followed change stream says something at least every 15 s (a heartbeat,
+# core/server/routes_cli.py): this long a silence means the connection is gone
+# even when no FIN or RST ever arrives (a sleeping laptop, a dropped route).
+FOLLOW_SILENCE = 45.0
 
 
 class RemoteError(EngramError):
@@ -118,18 +123,57 @@ class ChangeEvent:
     reset: bool = False
 
 
-class OwnerClient:
-    """HTTP to a bank's owner with its bearer token (httpx, connections reused)."""
+def tls_context(ca_file: str | Path | None = None, *, pinned: str | Path | None = None):
+    """How an https owner's certificate is verified: against the system's
+    certificate authorities and, when given, the CA file too (a private CA, or a
+    self-signed certificate itself). Verification is never turned off.
 
-    def __init__(self, url: str, token: str, *, timeout: float | None = 600.0) -> None:
+    `pinned`: the owner's own certificate file, named in its lock record on this
+    machine (a routed command): that certificate is the only one trusted, whatever
+    signed it, and the advertised loopback address need not be a name it holds."""
+    import ssl
+
+    if pinned:
+        context = ssl.create_default_context(cafile=str(pinned))
+        context.check_hostname = False  # the certificate itself is what is checked
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN  # a leaf trusted as is
+        return context
+    context = ssl.create_default_context()
+    if ca_file:
+        try:
+            context.load_verify_locations(cafile=str(ca_file))
+        except (OSError, ssl.SSLError) as error:
+            raise InvalidInputError(
+                f"the CA file {ca_file} cannot be read as PEM certificates: {error}"
+            ) from None
+    return context
+
+
+class OwnerClient:
+    """HTTP to a bank's owner with its bearer token (httpx, connections reused).
+    An https owner's certificate is verified (`tls_context`): `ca_file` adds the
+    authority that signed it."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        timeout: float | None = 600.0,
+        ca_file: str | Path | None = None,
+        pinned: str | Path | None = None,
+    ) -> None:
         import httpx
 
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.ca_file = str(ca_file or pinned) if ca_file or pinned else None
+        secure = self.url.startswith("https:")
         self._http = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"},
             timeout=httpx.Timeout(timeout, connect=5.0),
+            verify=tls_context(ca_file, pinned=pinned) if secure else True,
         )
 
     # -- plain calls -------------------------------------------------------------
@@ -249,7 +293,28 @@ class OwnerClient:
         self._http.close()
 
     def _unreachable(self, error: Exception) -> RemoteError:
-        return RemoteError(f"the server at {self.url} did not answer: {error}", "Unreachable")
+        return unreachable(self.url, error, self.ca_file)
+
+
+def unreachable(url: str, error: Exception, ca_file: str | None = None) -> RemoteError:
+    """What a failed connection means for a person: the certificate could not be
+    verified (kind "Certificate": say which CA signed it), or the server did not
+    answer (kind "Unreachable": it may come back)."""
+    import ssl
+
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, ssl.SSLCertVerificationError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is not None or "CERTIFICATE_VERIFY_FAILED" in str(error):
+        reason = getattr(cause, "verify_message", "") or str(cause or error)
+        against = f"the CA file {ca_file}" if ca_file else "this computer's certificate authorities"
+        return RemoteError(
+            f"the certificate of {url} could not be verified against {against} ({reason}):"
+            " give the CA file that signed it (or the server's own certificate, if it is"
+            " self-signed)",
+            "Certificate",
+        )
+    return RemoteError(f"the server at {url} did not answer: {error}", "Unreachable")
 
 
 class _CancelWatcher:
@@ -316,6 +381,9 @@ class RemoteBank:
         self._closed = False
         self._id = bank_id
         self._name = name or bank_id
+        self._followed = False
+        self._streams: set = set()  # the change streams being read (stop_following)
+        self._closed_streams = False
 
     @property
     def id(self) -> str:
@@ -325,8 +393,13 @@ class RemoteBank:
 
     @property
     def name(self) -> str:
-        """The bank's name, asked of its owner (it may have been renamed)."""
-        self._name = self._call(BANK["name"], (), {})[0]
+        """The bank's name, asked of its owner (it may have been renamed) — unless
+        `changes()` is followed: then the follower keeps it current (asking again
+        when a change touches the bank, or after a reset), so reading it costs no
+        round trip and works while the owner is out of reach (a studio reads it on
+        its UI thread)."""
+        if not self._followed:
+            self._name = self._call(BANK["name"], (), {})[0]
         return self._name
 
     def _path(self, method: str) -> str:
@@ -388,16 +461,23 @@ class RemoteBank:
     def changes(self, after: int | None = None, epoch: str | None = None) -> Iterator[ChangeEvent]:
         """The bank's changes as anyone makes them, from now (or after `after` of
         `epoch`, a number a previous event carried). Blocks between changes; a
-        dropped connection ends the iteration (follow again from the last event:
-        nothing is missed, or an event with `reset` says to reload)."""
+        dropped connection (or FOLLOW_SILENCE without even a heartbeat) ends the
+        iteration (follow again from the last event: nothing is missed, or an event
+        with `reset` says to reload). From the first call on, `name` is kept
+        current by the follower instead of asked each time."""
+        self._followed = True
+        return self._follow(after, epoch)
+
+    def _follow(self, after: int | None, epoch: str | None) -> Iterator[ChangeEvent]:
         import httpx
 
         params = {} if after is None else {"after": after, "epoch": epoch or ""}
         path = f"/engram/v1/banks/{_quote(self._id)}/changes"
         try:
             with self._client._http.stream(
-                "GET", path, params=params, timeout=httpx.Timeout(None, connect=5.0)
+                "GET", path, params=params, timeout=httpx.Timeout(FOLLOW_SILENCE, connect=5.0)
             ) as response:
+                self._streams.add(response)
                 if response.status_code >= 400:
                     response.read()
                     raise _refusal(response)
@@ -406,16 +486,40 @@ class RemoteBank:
                         continue
                     event = json.loads(line)
                     if "change" in event:
+                        change = decode(event["change"])
+                        if change.touches(Kind.BANK):
+                            self._ask_name()
                         yield ChangeEvent(
                             event["seq"],
                             event["epoch"],
-                            decode(event["change"]),
+                            change,
                             datetime.fromisoformat(event["at"]),
                         )
                     elif event.get("reset") or event.get("start"):
+                        if event.get("reset"):
+                            self._ask_name()
                         yield ChangeEvent(event["seq"], event["epoch"], reset=bool(event["reset"]))
         except httpx.HTTPError:
             return
+        except (RuntimeError, AttributeError, ValueError):
+            if not self._closed_streams:
+                raise
+            return  # stop_following closed it under the reader
+        finally:
+            self._streams = {r for r in self._streams if not r.is_closed}
+
+    def stop_following(self) -> None:
+        """End every `changes()` iteration of this bank now (from any thread): their
+        streams are closed, so a reader blocked between changes returns at once."""
+        self._closed_streams = True
+        for response in list(self._streams):
+            with contextlib.suppress(Exception):
+                response.close()
+        self._streams.clear()
+
+    def _ask_name(self) -> None:
+        with contextlib.suppress(EngramError):  # out of reach: the last one known stays
+            self._name = self._call(BANK["name"], (), {})[0]
 
     # -- lifecycle: each side closes its own ---------------------------------------
 
@@ -425,6 +529,7 @@ class RemoteBank:
 
     def close(self) -> None:
         self._closed = True
+        self.stop_following()
         if self._owns_client:
             self._client.close()
 
@@ -516,12 +621,18 @@ class RemoteEngine:
     """The engine's operations on the banks another process serves."""
 
     def __init__(
-        self, url: str, token: str, *, home: Path | None = None, timeout: float | None = 600.0
+        self,
+        url: str,
+        token: str,
+        *,
+        home: Path | None = None,
+        timeout: float | None = 600.0,
+        ca_file: str | Path | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.home = home
         self.banks_dir = f"the banks served at {self.url}"
-        self._client = OwnerClient(self.url, token, timeout=timeout)
+        self._client = OwnerClient(self.url, token, timeout=timeout, ca_file=ca_file)
 
     def _call(self, name: str, *args, progress=None, cancel=None, **kwargs):
         op = ENGINE[name]

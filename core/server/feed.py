@@ -49,12 +49,17 @@ class ChangeFeed:
         with self._lock:
             self._seq += 1
             self._entries.append(Entry(self._seq, change, datetime.now(UTC)))
+        self.wake()
+        return self._seq
+
+    def wake(self) -> None:
+        """Wake every follower (a change, or the server stopping: they look why)."""
+        with self._lock:
             waiters = list(self._waiters)
         for loop, event in waiters:
             # RuntimeError: that follower's loop is closed: it is gone.
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(event.set)
-        return self._seq
 
     def since(self, after: int, epoch: str) -> tuple[list[Entry], bool]:
         """The entries after `after`; or ([], True) when the follower missed some

@@ -25,6 +25,7 @@ class Owner:
     url: str
     token_file: str | None
     name: str = ""  # its name now
+    certificate: str | None = None  # an https owner's certificate file (trusted as is)
 
     def token(self) -> str:
         """The token the owner expects: ENGRAM_API_TOKEN if set (as the server
@@ -56,5 +57,10 @@ def find_owner(home: Path, bank: str) -> Owner | None:
     if record is None or record.get("host") not in (None, socket.gethostname()):
         return None
     return Owner(
-        found.id, int(record.get("pid", -1)), record["url"], record.get("token_file"), found.name
+        found.id,
+        int(record.get("pid", -1)),
+        record["url"],
+        record.get("token_file"),
+        found.name,
+        record.get("certificate"),
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -342,6 +343,9 @@ async def changes(
     except Exception as error:  # noqa: BLE001 - answered with its message
         return _answer(error)
     feed: ChangeFeed = served.feed(key)
+    # Set when the server stops: a follower's stream ends then (it follows again from
+    # where it was, elsewhere or later) instead of holding the shutdown up.
+    stopping = getattr(request.app.state, "stopping", None) or threading.Event()
 
     async def lines():
         def line(event: dict) -> bytes:
@@ -354,7 +358,7 @@ async def changes(
                 entries, reset = feed.since(after, epoch or "")
                 last = after if not reset else feed.last
             yield line({"seq": last, "epoch": feed.epoch, "reset": reset, "start": True})
-            while True:
+            while not stopping.is_set():
                 entries, missed = feed.since(last, feed.epoch)
                 if missed:
                     last = feed.last
@@ -371,7 +375,7 @@ async def changes(
                     )
                 before = feed.last
                 await waiter.wait(FOLLOW_HEARTBEAT)
-                if feed.last == before:
+                if feed.last == before and not stopping.is_set():
                     yield line({"heartbeat": True, "seq": last})
 
     return CallStream(lines(), media_type=NDJSON)

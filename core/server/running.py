@@ -73,9 +73,15 @@ class ServerHandle:
     _server: uvicorn.Server = field(repr=False)
     _thread: threading.Thread = field(repr=False)
     _sock: socket.socket = field(repr=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
+    _served: ServedBanks | None = field(default=None, repr=False)
 
     def stop(self) -> None:
-        """Stop accepting, finish the requests in flight, and return."""
+        """Stop accepting, finish the requests in flight, and return. The change
+        streams clients follow end at once (they would never finish by themselves)."""
+        self._stopping.set()
+        if self._served is not None:
+            self._served.wake_followers()
         self._server.should_exit = True
         self._thread.join(timeout=30)
         self._sock.close()
@@ -87,11 +93,36 @@ class ServerHandle:
         self.stop()
 
 
-def url_of(sock: socket.socket) -> str:
+def url_of(sock: socket.socket, scheme: str = "http") -> str:
     host, port = sock.getsockname()[:2]
     if ":" in host:
         host = f"[{host}]"
-    return f"http://{host}:{port}"
+    return f"{scheme}://{host}:{port}"
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """TLS for the server: uvicorn's own certificate and key files (PEM)."""
+
+    certfile: str
+    keyfile: str | None = None  # None: the key is in the certificate file
+
+    def check(self) -> None:
+        """Refuse files that are not a usable certificate and key, before serving."""
+        import ssl
+
+        for what, path in (("certificate", self.certfile), ("key", self.keyfile)):
+            if path is not None and not os.path.isfile(path):
+                raise InvalidInputError(f"the TLS {what} file {path} does not exist")
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+                self.certfile, self.keyfile
+            )
+        except (ssl.SSLError, OSError) as error:
+            raise InvalidInputError(
+                f"the TLS certificate {self.certfile} and key {self.keyfile or '(in it)'}"
+                f" cannot be used: {error}"
+            ) from None
 
 
 class _Server(uvicorn.Server):
@@ -107,17 +138,28 @@ def start_server(
     port: int,
     token: str,
     *,
+    certificate: Certificate | None = None,
     head_timeout: float = HEAD_TIMEOUT,
     max_connections: int = MAX_CONNECTIONS,
     **app_options,
 ) -> ServerHandle:
     """Serve `served` on host:port (0 = a free port) until `stop()`; returns once it
-    accepts connections. Raises InvalidInputError for a non-loopback host without
-    ENGRAM_API_TOKEN, OSError when the address is taken. `max_connections` is
-    lowered to fit the descriptor limit (transport.connection_cap)."""
+    accepts connections; over TLS with `certificate`. Raises InvalidInputError for
+    a non-loopback host without ENGRAM_API_TOKEN (TLS or not: encryption is not
+    authentication) or an unusable certificate, OSError when the address is taken.
+    `max_connections` is lowered to fit the descriptor limit (transport.connection_cap)."""
     check_bind(host)
+    if certificate is not None:
+        certificate.check()
     sock = bind_socket(host, port)
     app = create_app(served, token, **app_options)
+    stopping = threading.Event()
+    app.state.stopping = stopping  # read by the change streams (routes_cli.changes)
+    tls = (
+        {"ssl_certfile": certificate.certfile, "ssl_keyfile": certificate.keyfile}
+        if certificate is not None
+        else {}
+    )
     config = uvicorn.Config(
         app,
         log_level="warning",
@@ -129,6 +171,7 @@ def start_server(
         # asyncio accepts up to `backlog` connections at each wake-up before any of
         # them reaches the protocol's cap: a burst must fit in the descriptors held back.
         backlog=BACKLOG,
+        **tls,
     )
     server = _Server(config)
     thread = threading.Thread(
@@ -142,4 +185,6 @@ def start_server(
             sock.close()
             raise RuntimeError("the server did not start")
         time.sleep(0.01)
-    return ServerHandle(url_of(sock), server, thread, sock)
+    return ServerHandle(
+        url_of(sock, "https" if certificate else "http"), server, thread, sock, stopping, served
+    )

@@ -57,7 +57,7 @@ class ServedBanks:
         self._guard = threading.Lock()
         # (url, token file) written into each served bank's lock record, so other
         # processes' `engram` commands on it are routed here (core/server/owner.py).
-        self._address: tuple[str, str | None] | None = None
+        self._address: tuple[str, str | None, str | None] | None = None
         # Headless, nobody else runs what a change queued.
         self.rebuilds = ObservationRebuilds(self) if on_change is None else None
 
@@ -78,11 +78,14 @@ class ServedBanks:
         if bank is not None:
             self._advertise(bank, withdraw=True)
 
-    def advertise(self, url: str | None, token_file: str | None = None) -> None:
+    def advertise(
+        self, url: str | None, token_file: str | None = None, certificate: str | None = None
+    ) -> None:
         """Record this server's address (None: withdraw it) in the lock of every bank
-        served, now and opened later, so `engram` commands elsewhere come here."""
+        served, now and opened later, so `engram` commands elsewhere come here (an
+        https server's certificate with it, which they trust)."""
         with self._guard:
-            self._address = (url, token_file) if url else None
+            self._address = (url, token_file, certificate) if url else None
             banks = list(self._banks.values())
         for bank in banks:
             self._advertise(bank)
@@ -90,10 +93,12 @@ class ServedBanks:
     def _advertise(self, bank: Bank, *, withdraw: bool = False) -> None:
         if bank.closed:
             return
-        url, token_file = self._address if self._address and not withdraw else (None, None)
+        url, token_file, certificate = (
+            self._address if self._address and not withdraw else (None, None, None)
+        )
         # RuntimeError/OSError: closed meanwhile, and its lock record went with it.
         with contextlib.suppress(OSError, RuntimeError):
-            bank.advertise(url, token_file)
+            bank.advertise(url, token_file, certificate)
 
     # -- lookups -----------------------------------------------------------------------
 
@@ -181,6 +186,13 @@ class ServedBanks:
     def names(self) -> list[str]:
         """The names of the banks a client may reach (see `infos`)."""
         return [info.name for info in self.infos()]
+
+    def wake_followers(self) -> None:
+        """Wake everyone following a feed (the server is stopping: their streams end)."""
+        with self._guard:
+            feeds = list(self._feeds.values())
+        for feed in feeds:
+            feed.wake()
 
     def feed(self, bank_id: str) -> ChangeFeed:
         """The bank's numbered changes, which clients follow."""

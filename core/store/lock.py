@@ -52,13 +52,21 @@ class BankLock:
         # Whatever record was there belonged to a dead owner: we hold the guard now.
         self._write({"pid": os.getpid(), "host": socket.gethostname()})
 
-    def advertise(self, url: str | None, token_file: str | Path | None = None) -> None:
-        """Record that this process serves the bank at `url` (None: no longer serves it)."""
+    def advertise(
+        self,
+        url: str | None,
+        token_file: str | Path | None = None,
+        certificate: str | Path | None = None,
+    ) -> None:
+        """Record that this process serves the bank at `url` (None: no longer serves
+        it); over https, with the server's certificate file."""
         if self._guard is None:
             raise RuntimeError("only the owner of a bank can advertise it")
         record = {"pid": os.getpid(), "host": socket.gethostname()}
         if url:
             record.update(url=url, token_file=str(token_file) if token_file else None)
+            if certificate:
+                record["certificate"] = str(certificate)
         self._write(record)
 
     def release(self) -> None:

@@ -13,7 +13,7 @@ from core.retain.observations import (
     third_person,
 )
 from core.retain.opinions import Relation, apply_evidence, assess_rules, polarity
-from core.types import Document, Entity, Network, Turn
+from core.types import Document, Entity, Network, Turn, Unit
 
 DAY = datetime(2024, 3, 1, 10, 0)
 
@@ -177,6 +177,18 @@ def test_third_person_and_rules_profile() -> None:
     assert composed.text.index("teaches yoga") < composed.text.index("has two cats")
     assert "teaches yoga at a studio by the beach (15 March 2024)." in composed.text
     assert rules_profile(Entity("e", "Deborah", "person"), facts, limit=4) == composed.text
+
+
+def test_a_profile_states_the_answer_of_a_question_and_answer_fact() -> None:
+    fact = Unit(
+        "q",
+        'Maya asked me "Any news from Northwind on the Atlas contract?"; Northwind signed'
+        " the Atlas extension this morning (30 July 2025).",
+        Network.WORLD,
+    )
+    composed = compose_profile(Entity("e", "Northwind", "org"), [fact])
+    assert composed.text.endswith("Northwind signed the Atlas extension this morning (30 July 2025).")
+    assert "asked" not in composed.text
 
 
 @pytest.mark.slow

@@ -353,8 +353,8 @@ def _big_bank(engine, rows: int, chars: int):
             "INSERT INTO documents (id, title, content_hash, created_at) VALUES ('d', 'big', 'h', now())"
         )
         tx.con.execute(
-            "INSERT INTO turns SELECT 'd', 't' || i, i, 'Ann', repeat(md5(i::VARCHAR), ?),"
-            " NULL, NULL FROM range(?) t(i)",
+            "INSERT INTO turns (document_id, id, idx, speaker, text)"
+            " SELECT 'd', 't' || i, i, 'Ann', repeat(md5(i::VARCHAR), ?) FROM range(?) t(i)",
             [chars // 32, rows],
         )
     bank.add_units([NewUnit(text="x" * 19_000 + str(i)) for i in range(50)])
