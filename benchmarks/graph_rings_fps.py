@@ -28,13 +28,13 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from graph_fps import PaintCounter, random_graph  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.graph.activation import DEFAULT_PARAMS, rerun  # noqa: E402
 from app.graph.layout import force_layout  # noqa: E402
 from app.graph.model import LINK_KINDS  # noqa: E402
 from app.graph.widget import GraphWidget  # noqa: E402
-from graph_fps import PaintCounter, random_graph  # noqa: E402
 
 CASES = {
     "defaults": {
@@ -92,9 +92,7 @@ def main() -> int:
         "cases": {},
     }
     for name, budgets in CASES.items():
-        activation = rerun(
-            graph, seeds, decay=0.8, mu={k: 0.9 for k in LINK_KINDS}, **budgets
-        )
+        activation = rerun(graph, seeds, decay=0.8, mu={k: 0.9 for k in LINK_KINDS}, **budgets)
         # The previous layout: forces over the links that can be drawn (each node's
         # strongest and the energy's path, as the widget lays out a graph with no
         # spreading), computed once, outside the timing.

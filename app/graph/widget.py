@@ -45,7 +45,7 @@ from app.graph.model import LINK_KINDS, NETWORKS, GraphData, strongest_per_node
 from app.graph.rings import ring_guides, ring_layout
 from app.graph.style import KIND_COLORS, network_color
 from app.graph.view import GraphView
-from core import CONFIG_SPEC
+from core import CONFIG_SPEC, STOP_REASONS
 
 SPEEDS = (("¼×", 0.25), ("½×", 0.5), ("1×", 1.0), ("2×", 2.0), ("4×", 4.0))
 SLIDER_STEPS = 100  # δ in [0, 1] and μ in [0, 2] move in hundredths / fiftieths
@@ -58,22 +58,6 @@ DEFAULT_MIN_WEIGHT = 0.5
 # Of the links left, each node keeps its few strongest (a hub's hundred weak
 # links hide everything); the links that carried energy are always drawn.
 DEFAULT_PER_NODE = 3
-
-
-# Why a spreading stopped, for traces that do not say it in words.
-STOPPED = {
-    "node_budget": "the node budget was reached",
-    "steps": "the wave limit was reached",
-    "threshold": "no link carried enough energy further",
-    "exhausted": "no links left to follow",
-    "no_seeds": "no seeds",
-}
-
-
-def stopped_reason(activation: Mapping[str, Any]) -> str:
-    """The trace's own words for why the spreading stopped, else its code read out."""
-    code = str(activation.get("stopped") or "")
-    return str(activation.get("stopped_reason") or STOPPED.get(code, code))
 
 
 def _swatch(color: QColor, size: int = 10) -> QLabel:
@@ -465,7 +449,8 @@ class GraphWidget(QWidget):
             steps = tl.steps
             parts[0] += f" ({lit} lit, {g.node_count - lit} context)"
             parts.append(f"lit in {steps} wave{'' if steps == 1 else 's'}")
-            why = stopped_reason(self.activation)
+            code = str(self.activation.get("stopped") or "")
+            why = STOP_REASONS.get(code, code)
             if why:
                 parts.append(f"stopped: {why}")
         counts = self.view.edge_counts()
