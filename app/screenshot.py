@@ -46,7 +46,7 @@ def _arguments(parser: argparse.ArgumentParser, home_default=None) -> None:
         "--animate",
         action="store_true",
         help="only the graph pane: its spreading activation as numbered frames "
-        "(graph-frame-NNN.png, two per step), to check the animation without a display",
+        "(graph-frame-NNN.png, two per wave), to check the animation without a display",
     )
     parser.add_argument(
         "--query", default="", help="with --animate: the query to recall (default: the demo's)"
@@ -172,6 +172,7 @@ def animate(window, idle: Callable[[], None], out: Path, query: str = "") -> lis
         pane.prepare_screenshot(idle)
     idle()
     player = pane.graph.player
+    player.pause()  # the frames are sought one by one
     per_step = player.frames_per_step
     frames = sorted({*range(0, player.last_frame + 1, max(per_step // 2, 1)), player.last_frame})
     written: list[Path] = []

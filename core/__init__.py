@@ -104,6 +104,7 @@ _EXPORTS = {
     "SettingError": "core.config",
     "SnapshotDiff": "core.snapshot",
     "SnapshotError": "core.snapshot",
+    "STOP_REASONS": "core.vocabulary",
     "spread": "core.recall.activation",
     "start_server": "core.server",
     "StorageError": "core.types",

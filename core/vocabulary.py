@@ -28,3 +28,12 @@ ACTIVITY_KINDS: tuple[str, ...] = ("recall", "retain", "reflect", "curate")
 
 # Candidates each channel returns, by budget level.
 LEVELS: dict[str, int] = {"low": 20, "mid": 50, "high": 150}
+
+# Why a spreading activation stopped (the trace's `stopped` code), in words for people.
+STOP_REASONS: dict[str, str] = {
+    "node_budget": "the node budget was reached",
+    "steps": "the wave limit was reached",
+    "threshold": "no link carried enough energy further",
+    "exhausted": "no links left to follow",
+    "no_seeds": "no seeds",
+}

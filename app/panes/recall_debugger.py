@@ -560,7 +560,7 @@ class RecallDebuggerPane(Pane):
         fl.setSpacing(2)
         fl.addWidget(self.fused_title)
         fl.addWidget(self.fused_table, 1)
-        self.graph = GraphWidget(runner=state.runner)
+        self.graph = GraphWidget(runner=state.runner, autoplay=True)
         self._graph_settings: dict[str, Any] = {}  # recall overrides from the graph's budgets
         self.graph.recall_rerun = self._recall_with
         # Its own controls ask for more height than a 720-pixel window leaves here.
@@ -997,6 +997,9 @@ class RecallDebuggerPane(Pane):
         idle()
         if len(self.view_data.fused) > 1:
             self.select_unit(self.view_data.fused[1].unit_id)
+        player = self.graph.player
+        player.pause()  # where the replay ends: every wave and the packed results
+        player.seek(player.last_frame)
         idle()
 
     # -- saving ------------------------------------------------------------------------------------

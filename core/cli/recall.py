@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core import CHANNELS, LEVELS, Engine, InvalidInputError, Network
+from core import CHANNELS, LEVELS, STOP_REASONS, Engine, InvalidInputError, Network
 from core.cli.output import count_arg, iso_time, short_time
 
 if TYPE_CHECKING:
@@ -139,9 +139,14 @@ def trace_summary(trace: RecallTrace) -> str:
         lines.append(f"   {name:<9} {len(channel.ids):>4} candidates, {channel.ms:.0f} ms{note}")
     activation = trace.activation
     if activation:
+        # `steps` records each node lit (with the wave that lit it); `waves` each wave.
+        waves = len(activation.get("waves", []))
+        code = str(activation.get("stopped") or "")
+        stopped = f"; stopped: {STOP_REASONS.get(code, code)}" if code else ""
         lines.append(
             f"   graph    {len(activation.get('seeds', []))} seeds, "
-            f"{len(activation.get('steps', []))} spreading steps, {activation.get('lit', 0)} lit"
+            f"{waves} wave{'' if waves == 1 else 's'} of spreading, "
+            f"{activation.get('lit', 0)} lit{stopped}"
         )
     lines.append(
         f"   fused    {len(trace.fused)} candidates; reranked by "
