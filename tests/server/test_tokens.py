@@ -101,3 +101,47 @@ def test_the_caller_of_a_request():
     assert parse_hop(f"{MCP_STDIO}; a\x00b") == Caller("a b", MCP_STDIO)
     assert Caller("bot", "mcp").with_client("claude-code\n") == Caller("bot (claude-code)", "mcp")
     assert Caller("bot", "mcp").with_client("") == Caller("bot", "mcp")
+
+
+@pytest.mark.slow  # two servers, one after the other, on a real bank
+def test_a_queued_retain_runs_as_who_asked_after_a_restart(tmp_path, embedder):
+    """An `"async": true` retain is kept in the bank's queue with its request; the
+    server that runs it (the next one, here) writes it under the token that asked."""
+    import threading
+
+    from core import Engine
+    from tests.server.conftest import TOKEN, serving
+    from tests.server.test_retain_durability import wait_until
+
+    home = tmp_path / "home"
+    with Engine(home, embedder=embedder) as engine:
+        engine.create_bank("desk")
+    bot = add_token(home, "support-bot")
+    item = {"content": "Dana renewed the Pro plan.", "document_id": "t1", "strategy": "verbatim"}
+    body = {"items": [item]}
+    with serving(home, embedder, headless=True, mcp=False, tokens=TokenRing(TOKEN, home)) as s:
+        lock = s.banks.lock(s.banks.key_of("desk"))
+        lock.acquire()  # the queue cannot move: the retain stays queued when it stops
+        try:
+            with s.client(bot) as http:
+                r = http.post("/v1/default/banks/desk/memories", json={**body, "async": True})
+                r.raise_for_status()
+                op = r.json()["operation_id"]
+            stopper = threading.Thread(target=s.handle.stop)
+            stopper.start()
+            operations = s.handle._server.config.app.state.operations
+            wait_until(lambda: operations._closed)
+        finally:
+            lock.release()
+        stopper.join()
+    with serving(home, embedder, headless=True, mcp=False, tokens=TokenRing(TOKEN, home)) as s:
+        with s.client() as http:
+            url = f"/v1/default/banks/desk/operations/{op}"
+            wait_until(lambda: http.get(url).json()["status"] == "completed")
+        bank = s.banks.get("desk")
+        [unit] = [u for u in bank.units(limit=None) if u.document_id == "t1"]  # (+ observations)
+        assert (unit.text, unit.created_by) == ("Dana renewed the Pro plan.", "support-bot")
+        assert [d.created_by for d in bank.documents()] == ["support-bot"]
+        # (run once, or again by the second server when the first stopped mid-way)
+        retains = bank.activity(kind="retain", operation="ingest")
+        assert retains and {(e.actor, e.transport) for e in retains} == {("support-bot", "http")}
