@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from core.retain.report import ChunkFailure, IngestReport
     from core.snapshot.archive import Manifest
     from core.snapshot.export import ExportRecord
+    from core.store.oplog import OperationQueue
     from core.tags import TagScope
     from core.types import Document, Entity, Link, Turn
 
@@ -321,15 +322,20 @@ class Bank:
         progress: Progress | None = None,
         cancel: CancelToken | None = None,
         llm: LanguageModel | None = None,
+        replace: bool = False,
     ) -> IngestReport:
         """Retain a conversation file (every conversation in it) or Document(s).
 
         mode: auto | llm | rules | verbatim; `llm` overrides the engine's
         configured model. One transaction per document; observations are only
-        queued (run `process_jobs`). See `core.retain.pipeline`."""
+        queued (run `process_jobs`). `replace`: a Document under an id the bank
+        holds with other content takes its place in that one transaction. See
+        `core.retain.pipeline`."""
         from core.retain.pipeline import ingest
 
-        return ingest(self.handle, source, format, mode, force, progress, cancel, llm)
+        return ingest(
+            self.handle, source, format, mode, force, progress, cancel, llm, replace=replace
+        )
 
     def append_turns(
         self,
@@ -827,6 +833,16 @@ class Bank:
         from core.snapshot.export import known_exports
 
         return known_exports(self.handle)
+
+    # -- the queue of asynchronous operations (core/store/oplog.py) -----------
+
+    @property
+    def operation_queue(self) -> OperationQueue:
+        """What a serving process queues on the bank (`"async": true` retains):
+        durable before it is acknowledged, finished by whoever serves it next."""
+        from core.store.oplog import OperationQueue
+
+        return OperationQueue(self.store)
 
     # -- integrity -----------------------------------------------------------
 

@@ -142,6 +142,8 @@ BANK = {
         # snapshots: an export records itself in the bank (`exports`), so it writes
         write("export_snapshot", "Manifest", **LONG, transfer=DOWNLOAD),
         read("exports", "list[ExportRecord]"),
+        # the queue of asynchronous operations: the serving process's own, never routed
+        read("operation_queue", "OperationQueue", attribute=True, transfer=LOCAL),
         # integrity
         read("verify", "VerifyReport"),
         write("repair", "VerifyReport"),

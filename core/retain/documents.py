@@ -66,6 +66,11 @@ def stored_with_hash(con: duckdb.DuckDBPyConnection, digest: str) -> tuple | Non
     ).fetchone()
 
 
+def stored_with_id(con: duckdb.DuckDBPyConnection, document_id: str) -> tuple | None:
+    """The (id,) row of the document stored under this id, if any."""
+    return con.execute("SELECT id FROM documents WHERE id = ?", [document_id]).fetchone()
+
+
 def new_document_id(con: duckdb.DuckDBPyConnection, document: Document, digest: str) -> str:
     """The importer's id, unless another document holds it: then the hash's prefix."""
     candidate = document.id or digest[:16]
@@ -120,6 +125,54 @@ def remove_document(
     con.execute("DELETE FROM ingest_failures WHERE document_id = ?", [document_id])
     con.execute("DELETE FROM documents WHERE id = ?", [document_id])
     return removed
+
+
+def mentioned_entities(con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str]) -> list[str]:
+    rows = con.execute(
+        "SELECT DISTINCT entity_id FROM mentions WHERE unit_id IN (SELECT unnest(?))",
+        [list(unit_ids)],
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def drop_orphans(
+    con: duckdb.DuckDBPyConnection, entity_ids: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """Of `entity_ids` (the replaced content's), those no unit mentions any more
+    go, with their observation, decisions, jobs and links: (those entities, the
+    observation units gone, to unindex). The others are the caller's to rebuild."""
+    if not entity_ids:
+        return [], []
+    orphans = [
+        r[0]
+        for r in con.execute(
+            "SELECT id FROM entities WHERE id IN (SELECT unnest(?)) AND NOT EXISTS"
+            " (SELECT 1 FROM mentions m WHERE m.entity_id = entities.id)",
+            [list(entity_ids)],
+        ).fetchall()
+    ]
+    if not orphans:
+        return [], []
+    observed = [
+        r[0]
+        for r in con.execute(
+            "SELECT unit_id FROM observations WHERE entity_id IN (SELECT unnest(?))", [orphans]
+        ).fetchall()
+    ]
+    gone = delete_units(con, observed)
+    con.execute(
+        "DELETE FROM observation_sources WHERE observation_id IN (SELECT unnest(?))", [observed]
+    )
+    for statement in (
+        "DELETE FROM observations WHERE entity_id IN (SELECT unnest($e))",
+        "DELETE FROM entity_decisions WHERE entity_id IN (SELECT unnest($e))"
+        " OR candidate_id IN (SELECT unnest($e))",
+        "DELETE FROM jobs WHERE target IN (SELECT unnest($e))",
+        "DELETE FROM links WHERE entity_id IN (SELECT unnest($e))",
+        "DELETE FROM entities WHERE id IN (SELECT unnest($e))",
+    ):
+        con.execute(statement, {"e": orphans})
+    return orphans, gone
 
 
 def insert_turns(con: duckdb.DuckDBPyConnection, document_id: str, turns: Sequence[Turn]) -> None:

@@ -10,6 +10,7 @@ holds no worker, and past a queue's bound the answer is a 503.
 
 from __future__ import annotations
 
+import duckdb
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -21,7 +22,7 @@ from core.server import routes_cli, routes_engram, routes_hindsight, routes_hind
 from core.server.admission import Admission, AdmissionMiddleware
 from core.server.api_docs import PublicDocs
 from core.server.calls import Downloads, LongCalls
-from core.server.errors import engram_error, http_error
+from core.server.errors import disk_error, engram_error, http_error
 from core.server.guard import READ_TIMEOUT, REQUEST_TIMEOUT, Guard
 from core.server.operations import Operations
 from core.server.served import ServedBanks
@@ -57,6 +58,7 @@ def create_app(
         mcp_app, mcp_session = streamable_http_app(served, operations, admission)
 
     async def lifespan(_app):
+        operations.start()  # finish what a previous server left queued
         if mcp_app is None:
             yield
         else:
@@ -84,6 +86,8 @@ def create_app(
     app.state.calls = calls
     app.state.downloads = downloads
     app.add_exception_handler(EngramError, engram_error)
+    for failure in (OSError, duckdb.Error):
+        app.add_exception_handler(failure, disk_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     routers = [

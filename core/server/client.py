@@ -539,6 +539,10 @@ class RemoteBank:
     def vectors_for(self, units):
         raise EngramError("vectors are computed by the bank's owner")
 
+    @property
+    def operation_queue(self):
+        raise EngramError("a bank's queue of operations is its owner's")
+
     def __enter__(self) -> RemoteBank:
         return self
 

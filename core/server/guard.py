@@ -37,6 +37,7 @@ Scope = dict
 Receive = Callable
 Send = Callable
 
+BODY = "engram.body"  # the scope key of a JSON request's body, read whole
 READ_TIMEOUT = 30.0  # seconds a body may pause between chunks
 REQUEST_TIMEOUT = 900.0  # seconds a request may run (a long llm retain included)
 
@@ -168,6 +169,7 @@ class Guard:
             return
         if body is None:
             return  # the client left before its request was whole: nothing to do
+        scope = {**scope, BODY: body}  # for admission.py: a write may need no lock
         await self._run(scope, self._replay(body, receive, departure), send, departure)
 
     async def _read_body(self, receive: Receive, limit: int) -> bytes | None:

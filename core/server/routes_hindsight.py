@@ -25,11 +25,11 @@ from core import tags as tagging
 from core.bank import Bank
 from core.config import checked_changes
 from core.server import models as m
-from core.server.admission import read_only
+from core.server.admission import queued_when, read_only
 from core.server.errors import field_error, not_found, not_supported, refuse
 from core.server.memory_views import UnitViews, iso, turn_text
 from core.server.operations import Operation, Operations
-from core.server.retain import check_request, retain
+from core.server.retain import check_request, queued_payload, retain
 from core.server.served import ServedBanks
 from core.server.version import ENGRAM_VERSION, HINDSIGHT_API_VERSION
 from core.types import (
@@ -314,6 +314,7 @@ def stats(bank_id: str, served: Served, ops: Ops) -> m.BankStatsResponse:
 
 
 @router.post(BANK + "/memories", response_model=m.RetainResponse, tags=["Memory"])
+@queued_when(lambda body: body.get("async") is True)
 def retain_memories(
     bank_id: str, body: m.RetainRequest, served: Served, ops: Ops
 ) -> m.RetainResponse:
@@ -332,7 +333,8 @@ def retain_memories(
         return summary
 
     if body.async_:
-        op = ops.submit(name, "retain", len(body.items), work, body.operation_id)
+        # Acknowledged once the request is committed to the bank's queue.
+        op = ops.submit(name, "retain", len(body.items), queued_payload(body), body.operation_id)
         return m.RetainResponse(
             success=True,
             bank_id=name,

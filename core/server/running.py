@@ -9,7 +9,6 @@ below the descriptor limit, an event-loop error handler that cannot fail).
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import socket
 import threading
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 import uvicorn
 
 from core.server.app import create_app
+from core.server.owner import is_loopback
 from core.server.served import ServedBanks
 from core.server.token import ENV
 from core.server.transport import (
@@ -32,15 +32,6 @@ from core.types import InvalidInputError
 
 START_TIMEOUT = 30.0
 BACKLOG = 64
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str) -> None:

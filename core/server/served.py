@@ -58,6 +58,9 @@ class ServedBanks:
         # (url, token file) written into each served bank's lock record, so other
         # processes' `engram` commands on it are routed here (core/server/owner.py).
         self._address: tuple[str, str | None, str | None] | None = None
+        # Told the id of each bank this process begins to serve (the operations
+        # queued on it are resumed: core/server/operations.py).
+        self.opened: list[Callable[[str], None]] = []
         # Headless, nobody else runs what a change queued.
         self.rebuilds = ObservationRebuilds(self) if on_change is None else None
 
@@ -69,6 +72,7 @@ class ServedBanks:
             self._banks[bank.id] = bank
             self._locks.setdefault(bank.id, WriteLock())
         self._advertise(bank)
+        self._tell_opened(bank.id)
 
     def release(self, bank_id: str) -> None:
         """The studio closed it: stop serving it (the bank stays open for the caller)."""
@@ -144,7 +148,18 @@ class ServedBanks:
             self._opened.add(key)
             self._advertise(bank)
             self._locks.setdefault(key, WriteLock())
-            return bank
+        self._tell_opened(key)
+        return bank
+
+    def open_ids(self) -> list[str]:
+        """The ids of the banks served and open now."""
+        with self._guard:
+            return [key for key, bank in self._banks.items() if not bank.closed]
+
+    def _tell_opened(self, bank_id: str) -> None:
+        """Outside the guard: a listener may look the bank up again."""
+        for listener in list(self.opened):
+            listener(bank_id)
 
     def lock(self, bank_id: str) -> WriteLock:
         """The lock that serialises writes to the bank with this id (the studio's

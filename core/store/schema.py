@@ -208,6 +208,22 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE opinion_events ADD COLUMN strength DOUBLE",
         "ALTER TABLE opinion_events ADD COLUMN independence DOUBLE",
     ],
+    # 7: the asynchronous operations queued on the bank (`"async": true` retains),
+    # with the request each will run until it completed (core/store/oplog.py)
+    [
+        """CREATE TABLE operations (
+            id VARCHAR PRIMARY KEY,
+            kind VARCHAR NOT NULL,
+            status VARCHAR NOT NULL,
+            items_count INTEGER NOT NULL,
+            payload JSON,
+            result JSON,
+            error VARCHAR,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL,
+            completed_at TIMESTAMP
+        )""",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
