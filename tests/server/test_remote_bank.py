@@ -127,3 +127,36 @@ def test_engine_errors_come_back_as_themselves(bank, remote):
         remote.open_bank("no such bank")
     with pytest.raises(EngramError, match="no unit 'nope'"):
         bank.unit("nope")
+
+
+def test_the_activity_journal_reads_and_follows_over_the_wire(bank, local, served):
+    """What a remote studio's Activity pane reads: the journal's pages, one entry with
+    its recorded trace, a replay, and the live stream — each entry once, in order."""
+    import queue
+
+    heard: queue.Queue = queue.Queue()
+    stop = bank.watch_activity(heard.put)
+    try:
+        with served.client() as http:  # an agent, on the owner's HTTP
+            body = {"query": "Who is Tomás's buddy?", "max_tokens": 300}
+            http.post("/v1/default/banks/remote/memories/recall", json=body).raise_for_status()
+        # The stream may open after the recall was recorded: wait for an entry of it.
+        entry = heard.get(timeout=30)
+        while entry.operation != "recall":
+            entry = heard.get(timeout=30)
+        assert entry.summary.startswith("“Who is Tomás's buddy?”") and entry.unit_ids
+        change = local.add_memory("Tomás's buddy is Leo.")
+        added = heard.get(timeout=30)
+        assert added.id > entry.id and added.change == change
+    finally:
+        stop()
+    assert [e.id for e in bank.activity(limit=5)] == [e.id for e in local.activity(limit=5)]
+    recorded = bank.recorded_recall(entry.id)
+    assert recorded.unit_ids == list(entry.unit_ids)
+    assert recorded.trace.query == "Who is Tomás's buddy?"
+    replayed = bank.replay_recall(entry.id)
+    assert replayed.entry_id == entry.id and replayed.tokens_before == entry.tokens
+    # Stopped: nothing more is heard.
+    local.add_memory("Leo starts on Monday.")
+    local.activity(limit=1)  # (written: a listener would have been told by now)
+    assert heard.empty()
