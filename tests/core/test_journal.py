@@ -119,6 +119,23 @@ def test_a_write_is_committed_before_it_returns(built):
         ]
 
 
+def test_an_id_already_in_the_file_is_replaced_not_lost(built):
+    """Entries are inserted plainly (ids only grow); a file changed under the journal
+    that holds the next id already gets the new entry in its place."""
+    bank, b = built
+    journal: Journal = bank.handle.journal
+    bank.hide_units([b.units["plain"]])
+    with journal._cond:
+        journal._next_id -= 1  # the next entry takes the id hide_units has
+    bank.unhide_units([b.units["plain"]])
+    bank.close()  # commits what is queued
+    with duckdb.connect(str(bank.folder / JOURNAL_DB), read_only=True) as con:
+        assert con.execute("SELECT operation FROM activity ORDER BY id").fetchall() == [
+            ("add_units",),
+            ("unhide_units",),
+        ]
+
+
 def test_a_purge_leaves_nothing_of_the_entity_in_the_journal(built):
     bank, b = built
     marker = b.entities["marker"]
