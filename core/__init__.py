@@ -103,6 +103,7 @@ _EXPORTS = {
     "stopped_by_disk": "core.store.failures",
     "system_prompt": "core.reflect",
     "token_file": "core.server.token",
+    "transfer_path": "core.store.transfers",
     "Turn": "core.types",
     "Unit": "core.types",
     "UnitFilter": "core.store.units",
