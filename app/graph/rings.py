@@ -35,6 +35,7 @@ MAX_BAND = 1  # staggered rings a wave may take before its ring moves out
 CONTEXT_GAP = 2.6  # from the last wave to the ring of what was not reached
 SEED_RING = 1.6  # the seeds' ring, when there are several, at least this wide
 TOP = np.pi / 2  # the first seed sits at the top
+MAX_STRETCH = 1.5  # sideways, to fill the view when rows under the rings add height
 
 
 def ring_layout(graph: GraphData, tl: Timeline, aspect: float = 1.6) -> np.ndarray:
@@ -218,8 +219,12 @@ def _anchors(graph: GraphData, lit: np.ndarray) -> np.ndarray:
 
 
 def _normalise(pos: np.ndarray, aspect: float) -> np.ndarray:
+    """Centred and filling |x| ≤ aspect, |y| ≤ 1: stretched a little sideways
+    when the rows under the rings make the picture taller than the view's shape."""
     low, high = pos.min(axis=0), pos.max(axis=0)
     pos = pos - (low + high) / 2
-    half = (high - low) / 2
-    scale = max(half[0] / aspect, half[1], 1e-12)
-    return pos / scale
+    half = np.maximum((high - low) / 2, 1e-12)
+    scale = max(half[0] / aspect, half[1])
+    # A picture narrower than the view is widened toward it, by half at most
+    # (rings, not a line stretched across: a lone column of nodes stays one).
+    return pos / np.array([max(half[0] / aspect, scale / MAX_STRETCH), scale])

@@ -40,6 +40,7 @@ from app.graph.style import LEVELS, GraphStyle
 
 TOP_LABELS = 12  # labels without hovering at most: seeds and packed results first
 LABEL_CHARS = 34
+SHORT_LABEL_CHARS = 18  # a label that fits nowhere in full is tried this short
 LABEL_PAD_X, LABEL_PAD_Y = 8.0, 8.0  # a label's box around its text (its margins), in pixels
 LOD_NODES = 3000  # above this, level of detail (see the module docstring)
 LOD_VISIBLE_SHARE = 0.35  # resting edges show once the view spans less than this share
@@ -259,9 +260,13 @@ class GraphView(pg.PlotWidget):
             return
         framed = self.pos[self._fit_nodes] if self._fit_nodes.size else self.pos
         low, high = framed.min(axis=0), framed.max(axis=0)
-        pad = 0.06 * float(max(high - low)) + 0.08
+        # A margin per axis for the outermost nodes and their rings (one from the
+        # wider axis left a wide picture a quarter empty above and below).
+        pad = 0.06 * (high - low) + 0.08
         self.getPlotItem().getViewBox().setRange(
-            xRange=(low[0] - pad, high[0] + pad), yRange=(low[1] - pad, high[1] + pad), padding=0
+            xRange=(low[0] - pad[0], high[0] + pad[0]),
+            yRange=(low[1] - pad[1], high[1] + pad[1]),
+            padding=0,
         )
 
     def _pairs(self, edge_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -534,22 +539,31 @@ class GraphView(pg.PlotWidget):
             at = QPointF(*scene[i])
             if not view.contains(at):
                 continue  # panned or zoomed out of sight
-            text = _short(self.graph.label(i))
-            if self._label_metrics.horizontalAdvance(text) + LABEL_PAD_X > view.width():
-                text = self._label_metrics.elidedText(
-                    text, Qt.TextElideMode.ElideRight, int(view.width() - LABEL_PAD_X)
-                )
-            box = self._label_metrics.boundingRect(text)
-            w, h = box.width() + LABEL_PAD_X, box.height() + LABEL_PAD_Y
             lift = self._size_of(i) / 2 + 2.0  # the label just clears its node
             outward = bool(self.pos[i, 0] >= middle[0])
-            for rect in self._label_spots(at, w, h, lift, view, outward):
-                # Not over another label, nor any node drawn (its own, once moved into view).
-                if any(rect.intersects(other) for other in placed) or _covers(rect, discs, radii):
-                    continue
-                placed.append(rect)
-                chosen.append((i, text, vb.mapSceneToView(rect.topLeft())))
-                break
+            # The label in full where it fits, else shortened where that fits.
+            for limit in (LABEL_CHARS, SHORT_LABEL_CHARS):
+                text = _short(self.graph.label(i), limit)
+                if self._label_metrics.horizontalAdvance(text) + LABEL_PAD_X > view.width():
+                    text = self._label_metrics.elidedText(
+                        text, Qt.TextElideMode.ElideRight, int(view.width() - LABEL_PAD_X)
+                    )
+                box = self._label_metrics.boundingRect(text)
+                w, h = box.width() + LABEL_PAD_X, box.height() + LABEL_PAD_Y
+                spot = next(
+                    (
+                        rect
+                        for rect in self._label_spots(at, w, h, lift, view, outward)
+                        # Not over another label, nor any lit node (its own, once moved into view).
+                        if not any(rect.intersects(other) for other in placed)
+                        and not _covers(rect, discs, radii)
+                    ),
+                    None,
+                )
+                if spot is not None:
+                    placed.append(spot)
+                    chosen.append((i, text, vb.mapSceneToView(spot.topLeft())))
+                    break
         top = tuple((i, text) for i, text, _at in chosen)
         if top == self._label_top and not force:
             return
@@ -568,14 +582,21 @@ class GraphView(pg.PlotWidget):
         at: QPointF, w: float, h: float, lift: float, view: QRectF, right_side: bool
     ) -> list[QRectF]:
         """Where a w × h label may go around a node at `at` (scene pixels), best
-        first: outward beside it, above, below, inward; each kept inside `view`."""
-        beside_right = QRectF(at.x() + lift, at.y() - h / 2, w, h)
-        beside_left = QRectF(at.x() - lift - w, at.y() - h / 2, w, h)
-        above = QRectF(at.x() - w / 2, at.y() - lift - h, w, h)
-        below = QRectF(at.x() - w / 2, at.y() + lift, w, h)
+        first: outward beside it, above, below, inward, then at its four
+        corners (outward first); each kept inside `view`."""
+        x, y = at.x(), at.y()
+        right, left = x + lift, x - lift - w
+        beside_right = QRectF(right, y - h / 2, w, h)
+        beside_left = QRectF(left, y - h / 2, w, h)
+        above = QRectF(x - w / 2, y - lift - h, w, h)
+        below = QRectF(x - w / 2, y + lift, w, h)
+        corner = lift * 0.7  # the node's edge along a diagonal
+        up, down = y - corner - h, y + corner
+        out_x, in_x = (x + corner, x - corner - w) if right_side else (x - corner - w, x + corner)
         outward, inward = (beside_right, beside_left) if right_side else (beside_left, beside_right)
+        corners = [QRectF(cx, cy, w, h) for cx in (out_x, in_x) for cy in (up, down)]
         spots = []
-        for rect in (outward, above, below, inward):
+        for rect in (outward, above, below, inward, *corners):
             rect.translate(max(view.left() - rect.left(), 0.0), max(view.top() - rect.top(), 0.0))
             rect.translate(
                 min(view.right() - rect.right(), 0.0), min(view.bottom() - rect.bottom(), 0.0)

@@ -58,6 +58,9 @@ DEFAULT_MIN_WEIGHT = 0.5
 # Of the links left, each node keeps its few strongest (a hub's hundred weak
 # links hide everything); the links that carried energy are always drawn.
 DEFAULT_PER_NODE = 3
+# The rings are ellipses as wide as the view, up to this much wider than tall: a
+# 1280x720 window leaves the graph about 2.4 times as wide as tall (flatter reads badly).
+MAX_ASPECT = 2.2
 
 
 def _swatch(color: QColor, size: int = 10) -> QLabel:
@@ -385,7 +388,7 @@ class GraphWidget(QWidget):
     def _rings(self, tl: Timeline) -> np.ndarray:
         size = self.view.size()
         # Rings as wide as the view has room for, within reason.
-        self._aspect = min(max(size.width() / max(size.height(), 1), 1.0), 2.2)
+        self._aspect = min(max(size.width() / max(size.height(), 1), 1.0), MAX_ASPECT)
         self._ringed = True
         return ring_layout(self.graph, tl, self._aspect)
 

@@ -99,7 +99,10 @@ def test_recall_trace_goes_to_a_file_or_a_short_summary(demo_home, tmp_path, cap
     graph = next(line for line in out.splitlines() if " seeds, " in line)
     assert f" {waves} wave{'' if waves == 1 else 's'} of spreading, " in graph
     assert "steps" not in graph
-    assert graph.endswith(f"lit; stopped: {STOP_REASONS[activation['stopped']]}")
+    why = STOP_REASONS[activation["stopped"]]
+    assert graph.endswith(f"lit; stopped: {why}")
+    channel = next(line for line in out.splitlines() if " candidates, " in line and "graph" in line)
+    assert channel.endswith(f"; stopped: {why}")  # the channel's note, in the same words
 
 
 @pytest.mark.slow
