@@ -52,6 +52,7 @@ class BankList(QWidget):
     rename_requested = Signal(str)
     delete_requested = Signal(str)
     connect_requested = Signal()
+    disconnect_requested = Signal(str, bool)  # a server's URL, and whether to forget it
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -144,7 +145,7 @@ class BankList(QWidget):
                 )
                 self.list.addItem(item)
         self.list.blockSignals(False)
-        shown = bool(self.infos or servers) or not getattr(self, "_listed", False)
+        shown = bool(self.infos or servers) or not self._listed
         self.list.setVisible(shown)
         self.empty.setVisible(not shown)
         self.mark_current()
@@ -224,9 +225,10 @@ class BankList(QWidget):
         else:
             remotes = self.state.remotes
             menu.addAction("List its banks again", lambda: remotes.reload(url))
-            menu.addAction("Disconnect", lambda: remotes.disconnect(url))
+            menu.addAction("Disconnect", lambda: self.disconnect_requested.emit(url, False))
             menu.addAction(
-                "Forget this server and its token", lambda: remotes.disconnect(url, keep=False)
+                "Forget this server and its token",
+                lambda: self.disconnect_requested.emit(url, True),
             )
         menu.exec(self.list.viewport().mapToGlobal(pos))
         menu.deleteLater()

@@ -70,7 +70,9 @@ class Timeline:
     it reached); `carried[s]` the edge indices that carried energy in step s
     and `energy[s]` what each carried (empty for s = 0); `frontier[s]` the
     nodes that spread in step s; `paths[s]` the edges that lit a node in
-    step s (each lit node's winning link: the path the trail keeps drawn)."""
+    step s (each lit node's winning link: the path the trail keeps drawn);
+    `parent[i]` the node whose link first lit node i (-1 for a seed, or a node
+    never lit)."""
 
     levels: np.ndarray
     carried: list[np.ndarray]
@@ -78,6 +80,11 @@ class Timeline:
     energy: list[np.ndarray] = field(default_factory=list)
     frontier: list[np.ndarray] = field(default_factory=list)
     paths: list[np.ndarray] = field(default_factory=list)
+    parent: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.parent is None:
+            self.parent = np.full(self.levels.shape[1], -1, dtype=np.int64)
 
     @property
     def steps(self) -> int:
@@ -101,6 +108,11 @@ class Timeline:
     def lit_after(self, step: int) -> int:
         step = min(max(step, 0), self.steps)
         return int((self.levels[step] > 0).sum())
+
+    def first_lit(self) -> np.ndarray:
+        """The wave each node was first lit in (0: a seed; -1: never lit)."""
+        lit = self.levels > 0
+        return np.where(lit.any(axis=0), lit.argmax(axis=0), -1)
 
     @classmethod
     def empty(cls, node_count: int) -> Timeline:
@@ -151,6 +163,8 @@ def timeline(graph: GraphData, activation: Mapping[str, Any] | None) -> Timeline
     carried, energy, frontier = [none], [np.zeros(0, dtype=np.float32)], [none]
     paths = [none]
     lit: list[str] = []
+    parent = np.full(n, -1, dtype=np.int64)
+    reached = {s["node"] for s in activation.get("seeds", [])}
 
     def edge_of(source: str, target: str, kind: str) -> int | None:
         i, j = index.get(source), index.get(target)
@@ -180,6 +194,11 @@ def timeline(graph: GraphData, activation: Mapping[str, Any] | None) -> Timeline
         )
         frontier.append(np.array(sorted(index[x] for x in names if x in index), dtype=np.int64))
         lit += [s["node"] for s in by_step.get(t, [])]
+        for s in by_step.get(t, []):
+            # The link that first lit a node is its parent's (a later raise keeps it).
+            if s["node"] not in reached and s["node"] in index and s["from"] in index:
+                parent[index[s["node"]]] = index[s["from"]]
+            reached.add(s["node"])
         won = {edge_of(s["from"], s["node"], s["edge"]) for s in by_step.get(t, [])}
         paths.append(np.array(sorted(e for e in won if e is not None), dtype=np.int64))
-    return Timeline(np.stack(rows), carried, lit, energy, frontier, paths)
+    return Timeline(np.stack(rows), carried, lit, energy, frontier, paths, parent)

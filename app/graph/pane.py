@@ -45,7 +45,7 @@ MODES = (
 )
 EMPTY = (
     "Type a question and press <b>Enter</b> to see the units recall reaches,<br>"
-    "laid out by their links, with the spreading activation animated step by step."
+    "the seeds first, then each wave of the spreading activation as it reaches new ones."
 )
 
 
@@ -77,7 +77,7 @@ class GraphPane(Pane):
         bar.addWidget(self.search, 1)
         bar.addWidget(self.show_button)
 
-        self.graph = GraphWidget(runner=state.runner)
+        self.graph = GraphWidget(runner=state.runner, autoplay=True)
         self.graph.recall_rerun = self._recall_with
         self._settings: dict[str, Any] = {}  # recall overrides from the graph's budgets
         self.graph.node_clicked.connect(self._node_clicked)
@@ -231,7 +231,8 @@ class GraphPane(Pane):
         self.show_query("What caused the Atlas outage on June 23?")
         idle()
         player = self.graph.player
-        player.seek(min(player.last_frame, int(player.frames_per_step * 1.5)))
+        player.pause()  # a still picture: the replay started by itself
+        player.seek(min(player.last_frame, int(player.frames_per_step * 2.5)))
         idle()
 
     def _node_clicked(self, unit_id: str) -> None:

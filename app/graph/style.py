@@ -63,15 +63,32 @@ class GraphStyle:
             for level in range(LEVELS):
                 t = 0.28 + 0.72 * level / (LEVELS - 1)
                 self.brushes[net, level] = QBrush(_blend(self.background, color, t))
+        # Nodes the spreading never reached, drawn once it is over: faint, apart.
+        self.context_brushes = np.empty(len(NETWORKS) + 1, dtype=object)
+        for net in range(len(NETWORKS) + 1):
+            self.context_brushes[net] = QBrush(_blend(self.background, network_color(net), 0.22))
         outline = QColor(self.background)
         self.node_pen = QPen(outline.darker(130) if not self.dark else outline.lighter(160))
         self.node_pen.setWidthF(0.8)
         self.node_pen.setCosmetic(True)
-        self.base_pens = {kind: self._pen(kind, 80 if not self.dark else 90) for kind in LINK_KINDS}
+        self.context_pen = QPen(_blend(self.background, self.node_pen.color(), 0.45))
+        self.context_pen.setWidthF(0.8)
+        self.context_pen.setCosmetic(True)
+        self.base_pens = {kind: self._pen(kind, 55 if not self.dark else 70) for kind in LINK_KINDS}
+        # The links from the lit region to its context: one faint grey, whatever the kind.
+        context_link = QColor(self.node_pen.color())
+        context_link.setAlpha(45 if not self.dark else 60)
+        self.context_link_pen = QPen(context_link)
+        self.context_link_pen.setWidthF(0.8)
+        self.context_link_pen.setCosmetic(True)
+        self.context_link_pen.setStyle(Qt.PenStyle.DotLine)
         self.active_pens = {
             kind: self._pen(kind, 255, width=3.2, solid=True) for kind in LINK_KINDS
         }
-        self.trail_pens = {kind: self._pen(kind, 120, width=1.6, solid=True) for kind in LINK_KINDS}
+        self.trail_pens = {kind: self._pen(kind, 95, width=1.2, solid=True) for kind in LINK_KINDS}
+        self.offered_pens = {
+            kind: self._pen(kind, 90, width=0.9, solid=True) for kind in LINK_KINDS
+        }
         # pulse_brushes[kind]: the energy dots, in the link kind's colour.
         self.pulse_brushes = np.empty(len(LINK_KINDS), dtype=object)
         for k, kind in enumerate(LINK_KINDS):
@@ -79,7 +96,7 @@ class GraphStyle:
         halo = QColor(HALO_COLOR)
         halo.setAlpha(170)
         self.halo_pen = QPen(halo)
-        self.halo_pen.setWidthF(2.5)
+        self.halo_pen.setWidthF(1.8)
         self.halo_pen.setCosmetic(True)
         ring = QPen(QColor(RING_COLOR))
         ring.setWidthF(2.2)
@@ -90,6 +107,13 @@ class GraphStyle:
         selected.setCosmetic(True)
         self.selected_pen = selected
         self.no_brush = QBrush(Qt.BrushStyle.NoBrush)
+        guide = QColor(HALO_COLOR)
+        guide.setAlpha(40 if not self.dark else 60)
+        self.guide_pen = QPen(guide)
+        self.guide_pen.setWidthF(1.0)
+        self.guide_pen.setCosmetic(True)
+        self.guide_pen.setStyle(Qt.PenStyle.DashLine)
+        self.guide_text = _blend(self.background, QColor(HALO_COLOR), 0.6)
         label_fill = QColor(self.background)
         label_fill.setAlpha(215)
         self.label_fill = QBrush(label_fill)

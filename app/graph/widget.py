@@ -1,9 +1,13 @@
 """The graph with its controls: playback, find, zoom-to-fit, link filters,
 the node and step budgets, δ and μ sliders.
 
-`GraphWidget.show_graph(graph, activation=...)` lays the graph out (in the
-studio's runner when there is one: a thousand nodes take a second), then
-replays the activation the recall trace recorded, wave by wave. Changing a
+`GraphWidget.show_graph(graph, activation=...)` lays the graph out — a
+recall's spreading on rings, one a wave (app/graph/rings.py); a graph with
+no activation by forces, in the studio's runner when there is one (a
+thousand nodes take a second) — then replays the activation the recall trace
+recorded, wave by wave: the seeds, then each wave's new nodes as it lights
+them, then the context it did not reach, faint. Fit frames what was lit and
+the packed results. Changing a
 budget asks the owner to run recall again with it (`recall_rerun`, set by the
 Graph pane and the recall debugger) so the replay stays what recall did;
 without an owner, and when δ or a μ moves or a link kind is hidden, the
@@ -38,9 +42,10 @@ from app.graph.activation import DEFAULT_PARAMS, Timeline, rerun, timeline
 from app.graph.animation import ActivationPlayer
 from app.graph.layout import force_layout
 from app.graph.model import LINK_KINDS, NETWORKS, GraphData, strongest_per_node
+from app.graph.rings import ring_guides, ring_layout
 from app.graph.style import KIND_COLORS, network_color
 from app.graph.view import GraphView
-from core import CONFIG_SPEC
+from core import CONFIG_SPEC, STOP_REASONS
 
 SPEEDS = (("¼×", 0.25), ("½×", 0.5), ("1×", 1.0), ("2×", 2.0), ("4×", 4.0))
 SLIDER_STEPS = 100  # δ in [0, 1] and μ in [0, 2] move in hundredths / fiftieths
@@ -53,6 +58,9 @@ DEFAULT_MIN_WEIGHT = 0.5
 # Of the links left, each node keeps its few strongest (a hub's hundred weak
 # links hide everything); the links that carried energy are always drawn.
 DEFAULT_PER_NODE = 3
+# The rings are ellipses as wide as the view, up to this much wider than tall: a
+# 1280x720 window leaves the graph about 2.4 times as wide as tall (flatter reads badly).
+MAX_ASPECT = 2.2
 
 
 def _swatch(color: QColor, size: int = 10) -> QLabel:
@@ -111,10 +119,17 @@ class GraphWidget(QWidget):
         parent: QWidget | None = None,
         runner: Any = None,
         layout_fn: Callable[[GraphData], np.ndarray] = force_layout,
+        autoplay: bool = False,
     ) -> None:
         super().__init__(parent)
         self.runner = runner
-        self.layout_fn = layout_fn
+        self.layout_fn = layout_fn  # for a graph with no activation to replay
+        # Play a new recall's spreading from its seeds once it is laid out (the
+        # panes); else show where it ended (tests, benchmarks, screenshots).
+        self.autoplay = autoplay
+        self._fixed_positions = False  # given by the caller: kept when the rule re-runs
+        self._ringed = False
+        self._aspect = 1.6
         self.view = GraphView(self)
         self.player = ActivationPlayer(self)
         self.graph = GraphData.empty()
@@ -126,6 +141,7 @@ class GraphWidget(QWidget):
         # Set by an owner that can run recall again: called with recall settings.
         self.recall_rerun: Callable[[dict[str, Any]], None] | None = None
         self._trail: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+        self._won: list[np.ndarray] = [np.zeros(0, dtype=bool)]  # per step: carried[s] that won
         self._pending_marks: list[str] = []
         self._rerun_timer = QTimer(self)
         self._rerun_timer.setSingleShot(True)
@@ -162,7 +178,7 @@ class GraphWidget(QWidget):
         self.back_button = self._tool(
             icons.standardIcon(QStyle.StandardPixmap.SP_MediaSkipBackward),
             "Back",
-            "Previous activation step",
+            "Previous wave of the spreading activation",
         )
         self.play_button = self._tool(
             icons.standardIcon(QStyle.StandardPixmap.SP_MediaPlay),
@@ -172,7 +188,7 @@ class GraphWidget(QWidget):
         self.step_button = self._tool(
             icons.standardIcon(QStyle.StandardPixmap.SP_MediaSkipForward),
             "Step",
-            "Next activation step",
+            "Next wave of the spreading activation",
         )
         self.back_button.clicked.connect(self.player.step_back)
         self.play_button.clicked.connect(self.player.toggle)
@@ -189,9 +205,11 @@ class GraphWidget(QWidget):
         )
         self.step_label = QLabel()
         self.step_label.setMinimumWidth(
-            self.step_label.fontMetrics().horizontalAdvance("step 10 / 10 · 200 lit")
+            self.step_label.fontMetrics().horizontalAdvance("wave 10 / 10 · 200 lit")
         )
-        self.fit_button = QToolButton(text="Fit", toolTip="Zoom to fit the whole graph")
+        self.fit_button = QToolButton(
+            text="Fit", toolTip="Zoom to what the spreading lit and the packed results"
+        )
         self.fit_button.clicked.connect(self.view.fit)
         self.find = QLineEdit(placeholderText="Find a node…", toolTip="Find a node by its text")
         self.find.setClearButtonEnabled(True)
@@ -273,11 +291,12 @@ class GraphWidget(QWidget):
         self.step_budget = QSpinBox(
             minimum=0, maximum=5000, toolTip="New nodes one step may light (0: no limit)"
         )
-        self.max_steps = QSpinBox(minimum=1, maximum=50, toolTip="Spreading steps at most")
+        self.step_budget.setToolTip("New nodes one wave may light (0: no limit)")
+        self.max_steps = QSpinBox(minimum=1, maximum=50, toolTip="Waves of spreading at most")
         for label, box in (
             ("nodes", self.node_budget),
-            ("per step", self.step_budget),
-            ("steps", self.max_steps),
+            ("per wave", self.step_budget),
+            ("waves", self.max_steps),
         ):
             budgets.addWidget(QLabel(label))
             budgets.addWidget(box)
@@ -344,8 +363,14 @@ class GraphWidget(QWidget):
             self.params = {**self.params, **params, "mu": dict(params.get("mu", self.params["mu"]))}
         self._pending_marks = list(marked)
         self._sync_controls()
+        self._fixed_positions = positions is not None
+        self._ringed = False  # laid out on rings by wave: the rings are drawn
         if positions is not None:
             self._laid_out(np.asarray(positions))
+            return
+        if self.seeds:
+            # A spreading to replay: on rings by wave (milliseconds, so here).
+            self._laid_out(self._rings(timeline(graph, self.activation)))
             return
         layout_fn = self.layout_fn
         # Laid out by the links that can be drawn (each node's strongest and
@@ -360,6 +385,13 @@ class GraphWidget(QWidget):
         else:
             self._laid_out(layout_fn(skeleton))
 
+    def _rings(self, tl: Timeline) -> np.ndarray:
+        size = self.view.size()
+        # Rings as wide as the view has room for, within reason.
+        self._aspect = min(max(size.width() / max(size.height(), 1), 1.0), MAX_ASPECT)
+        self._ringed = True
+        return ring_layout(self.graph, tl, self._aspect)
+
     def _skeleton(self, graph: GraphData) -> np.ndarray:
         every = np.ones(graph.edge_count, dtype=bool)
         keep = strongest_per_node(graph.src, graph.dst, graph.weight, every, DEFAULT_PER_NODE)
@@ -368,13 +400,31 @@ class GraphWidget(QWidget):
 
     def _laid_out(self, positions: np.ndarray) -> None:
         self.positions = positions
+        selected = self.view.selected_id
         self.view.set_graph(self.graph, positions)
         self.view.set_marked(self._pending_marks)
         self.view.set_seeds(self.seeds)
         self.view.set_edge_filter(self.weight_slider.value(), self.per_node.value())
         self._set_timeline(timeline(self.graph, self.activation))
-        self.player.seek(self.player.last_frame)
+        self.view.set_selected(selected)
+        if self._ringed:
+            self.view.set_guides(*ring_guides(positions, self.timeline.first_lit(), self._aspect))
+        self.view.set_fit_nodes(self._framed())
+        self.view.fit()
+        if self.autoplay and self.timeline.steps:
+            self.player.seek(0)
+            self.player.play()
+        else:
+            self.player.seek(self.player.last_frame)
         self.layout_ready.emit()
+
+    def _framed(self) -> list[str]:
+        """What Fit frames: every node the spreading lit, and the packed results
+        (none: the whole graph)."""
+        if not self.activation:
+            return []
+        lit = np.flatnonzero(self.timeline.levels[-1] > 0)
+        return [*(self.graph.ids[i] for i in lit), *self._pending_marks]
 
     def _set_timeline(self, tl: Timeline) -> None:
         self.timeline = tl
@@ -384,6 +434,7 @@ class GraphWidget(QWidget):
         for step in range(1, tl.steps + 1):
             trail.append(tl.path_edges(step - 1))
         self._trail = trail
+        self._won = [np.isin(c, p) for c, p in zip(tl.carried, tl.paths, strict=True)]
         self.view.set_path(self._trail_all())
         frames = tl.frame_count(self.player.frames_per_step)
         blocked = self.scrub.blockSignals(True)
@@ -400,9 +451,11 @@ class GraphWidget(QWidget):
         if self.activation:
             steps = tl.steps
             parts[0] += f" ({lit} lit, {g.node_count - lit} context)"
-            parts.append(f"lit in {steps} step{'' if steps == 1 else 's'}")
-            if self.activation.get("stopped"):
-                parts.append(f"stopped: {self.activation['stopped']}")
+            parts.append(f"lit in {steps} wave{'' if steps == 1 else 's'}")
+            code = str(self.activation.get("stopped") or "")
+            why = STOP_REASONS.get(code, code)
+            if why:
+                parts.append(f"stopped: {why}")
         counts = self.view.edge_counts()
         links = f"{counts['drawn']} of {counts['total']} links drawn"
         hidden = []
@@ -430,20 +483,27 @@ class GraphWidget(QWidget):
                 levels, _step, _frac = tl.at(frame - frame % half, self.player.frames_per_step)
             moving = 0 < step <= tl.steps and frac < 1.0
             none = np.zeros(0, np.int64)
+            # The links that won their node carry the pulses; the rest that carried
+            # energy this step are drawn thin (a wave's dozens of offers are a hairball).
+            won = self._won[step] if moving else np.zeros(0, dtype=bool)
+            carried = tl.carried[step] if moving else none
             self.view.show_frame(
                 levels,
-                tl.carried[step] if moving else none,
+                carried[won],
                 self._trail[min(step, tl.steps)] if frac < 1.0 else self._trail_all(),
-                energy=tl.energy[step] if moving else None,
+                energy=tl.energy[step][won] if moving else None,
                 frontier=tl.frontier[step] if moving else none,
                 progress=frac if moving else 1.0,
+                settled=frame >= self.player.last_frame,
+                offered_edges=carried[~won],
             )
         blocked = self.scrub.blockSignals(True)
         self.scrub.setValue(frame)
         self.scrub.blockSignals(blocked)
         whole = -(-frame // self.player.frames_per_step)  # the step being entered (ceil)
         shown = min(whole, tl.steps)
-        self.step_label.setText(f"step {shown} / {tl.steps} · {tl.lit_after(shown)} lit")
+        self.view.show_guides(shown)
+        self.step_label.setText(f"wave {shown} / {tl.steps} · {tl.lit_after(shown)} lit")
         self.frame_shown.emit(frame)
 
     def _trail_all(self) -> np.ndarray:
@@ -485,6 +545,7 @@ class GraphWidget(QWidget):
     def set_marked(self, unit_ids: Iterable[str]) -> None:
         self._pending_marks = list(unit_ids)
         self.view.set_marked(self._pending_marks)
+        self.view.set_fit_nodes(self._framed())  # Fit frames them (the view stays put)
 
     # -- parameters ------------------------------------------------------------------------
 
@@ -563,7 +624,15 @@ class GraphWidget(QWidget):
             kinds=self.visible_kinds(),
         )
         playing = self.player.playing
-        self._set_timeline(timeline(self.graph, self.activation))
+        tl = timeline(self.graph, self.activation)
+        if self._fixed_positions:
+            self._set_timeline(tl)
+        else:
+            # The waves changed, so their rings do: lay them out again (kept
+            # selection, marks and seeds; Fit frames the new lit region).
+            autoplay, self.autoplay = self.autoplay, False
+            self._laid_out(self._rings(tl))
+            self.autoplay = autoplay
         if playing:
             self.player.play()
         else:

@@ -53,7 +53,9 @@ class RoutingEngine:
 
     def _client(self, owner: Owner) -> OwnerClient:
         if owner.url not in self._clients:
-            self._clients[owner.url] = OwnerClient(owner.url, owner.token())
+            self._clients[owner.url] = OwnerClient(
+                owner.url, owner.token(), pinned=owner.certificate
+            )
         return self._clients[owner.url]
 
     def _remote(self, owner: Owner):

@@ -28,7 +28,7 @@ from core.store.bank_store import BankStore
 from core.store.filters import sql_string, sql_string_list
 from core.store.vectors import VectorHit, occurred_where
 from core.types import UnitStatus
-from core.vocabulary import NETWORKS
+from core.vocabulary import NETWORKS, STOP_REASONS
 
 ALL_NETWORKS = NETWORKS
 _WORD = re.compile(r"[^\W_]", re.UNICODE)
@@ -285,10 +285,9 @@ def graph(
     ranked = ranked[:k]
     if not seeds:
         note = f"no seed reached the similarity floor {floor:g}"
-    elif not ranked:
-        note = f"nothing beyond the seeds was lit (stopped: {activation.stopped})"
-    else:
-        note = f"stopped: {activation.stopped}"
+    else:  # why, in words: the note is what the trace, the CLI and the debugger show
+        why = STOP_REASONS.get(activation.stopped, activation.stopped)
+        note = f"nothing beyond the seeds was lit (stopped: {why})" if not ranked else f"stopped: {why}"
     result = ChannelResult(
         "graph",
         [n for n, _ in ranked],

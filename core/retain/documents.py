@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from core import tags as tagging
+from core.context import current_caller
 from core.limits import check_document as check_limits
 from core.retain.report import ChunkFailure
 from core.store.units import delete_units
@@ -66,6 +67,11 @@ def stored_with_hash(con: duckdb.DuckDBPyConnection, digest: str) -> tuple | Non
     ).fetchone()
 
 
+def stored_with_id(con: duckdb.DuckDBPyConnection, document_id: str) -> tuple | None:
+    """The (id,) row of the document stored under this id, if any."""
+    return con.execute("SELECT id FROM documents WHERE id = ?", [document_id]).fetchone()
+
+
 def new_document_id(con: duckdb.DuckDBPyConnection, document: Document, digest: str) -> str:
     """The importer's id, unless another document holds it: then the hash's prefix."""
     candidate = document.id or digest[:16]
@@ -92,7 +98,7 @@ def insert_document(
 ) -> None:
     con.execute(
         "INSERT INTO documents (id, title, source_path, content_hash, format, created_at,"
-        " extraction_mode, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " extraction_mode, model, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             document_id,
             document.title or "conversation",
@@ -102,6 +108,7 @@ def insert_document(
             now,
             str(mode),
             model,
+            current_caller().actor,
         ],
     )
 
@@ -120,6 +127,54 @@ def remove_document(
     con.execute("DELETE FROM ingest_failures WHERE document_id = ?", [document_id])
     con.execute("DELETE FROM documents WHERE id = ?", [document_id])
     return removed
+
+
+def mentioned_entities(con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str]) -> list[str]:
+    rows = con.execute(
+        "SELECT DISTINCT entity_id FROM mentions WHERE unit_id IN (SELECT unnest(?))",
+        [list(unit_ids)],
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def drop_orphans(
+    con: duckdb.DuckDBPyConnection, entity_ids: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """Of `entity_ids` (the replaced content's), those no unit mentions any more
+    go, with their observation, decisions, jobs and links: (those entities, the
+    observation units gone, to unindex). The others are the caller's to rebuild."""
+    if not entity_ids:
+        return [], []
+    orphans = [
+        r[0]
+        for r in con.execute(
+            "SELECT id FROM entities WHERE id IN (SELECT unnest(?)) AND NOT EXISTS"
+            " (SELECT 1 FROM mentions m WHERE m.entity_id = entities.id)",
+            [list(entity_ids)],
+        ).fetchall()
+    ]
+    if not orphans:
+        return [], []
+    observed = [
+        r[0]
+        for r in con.execute(
+            "SELECT unit_id FROM observations WHERE entity_id IN (SELECT unnest(?))", [orphans]
+        ).fetchall()
+    ]
+    gone = delete_units(con, observed)
+    con.execute(
+        "DELETE FROM observation_sources WHERE observation_id IN (SELECT unnest(?))", [observed]
+    )
+    for statement in (
+        "DELETE FROM observations WHERE entity_id IN (SELECT unnest($e))",
+        "DELETE FROM entity_decisions WHERE entity_id IN (SELECT unnest($e))"
+        " OR candidate_id IN (SELECT unnest($e))",
+        "DELETE FROM jobs WHERE target IN (SELECT unnest($e))",
+        "DELETE FROM links WHERE entity_id IN (SELECT unnest($e))",
+        "DELETE FROM entities WHERE id IN (SELECT unnest($e))",
+    ):
+        con.execute(statement, {"e": orphans})
+    return orphans, gone
 
 
 def insert_turns(con: duckdb.DuckDBPyConnection, document_id: str, turns: Sequence[Turn]) -> None:
@@ -189,6 +244,8 @@ class StoredDocument:
     tags: tuple[str, ...] = ()  # every tag its turns carry
     metadata: dict[str, str] = field(default_factory=dict)  # its turns' metadata merged
 
+    created_by: str = ""  # the actor that retained it ("" before schema 8)
+
     @property
     def partial(self) -> bool:
         return self.failed_chunks > 0
@@ -210,7 +267,7 @@ def list_documents(
         " f AS (SELECT document_id, count(*) AS n FROM ingest_failures GROUP BY document_id)"
         " SELECT d.id, d.title, d.source_path, d.content_hash, d.format, d.created_at,"
         " d.extraction_mode, d.model, coalesce(t.n, 0), coalesce(u.n, 0), coalesce(f.n, 0),"
-        " coalesce(t.chars, 0), t.tags, t.metadata"
+        " coalesce(t.chars, 0), t.tags, t.metadata, coalesce(d.created_by, '')"
         " FROM documents d LEFT JOIN t ON t.document_id = d.id"
         " LEFT JOIN u ON u.document_id = d.id LEFT JOIN f ON f.document_id = d.id"
         f" {where} ORDER BY d.created_at, d.id",
@@ -222,6 +279,7 @@ def list_documents(
             text_length=r[11],
             tags=tagging.union(t or () for t in r[12] or ()),
             metadata=tagging.merged(tagging.metadata_from(m) for m in r[13] or ()),
+            created_by=r[14],
         )
         for r in rows
     ]

@@ -51,6 +51,7 @@ from core.retain.documents import (
     new_document_id,
     stored_document,
     stored_with_hash,
+    stored_with_id,
     units_of,
 )
 from core.retain.extract import ExtractionError, chunk_exchanges
@@ -115,8 +116,13 @@ def ingest(
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
     llm: LanguageModel | None = None,
+    replace: bool = False,
 ) -> IngestReport:
     """Retain one file (every conversation in it) or Document(s) into `bank`.
+
+    `replace`: a Document whose id the bank holds with other content takes its
+    place in the same transaction that writes it (Hindsight's retain under a
+    document id again), so a crash never leaves the bank with neither.
 
     mode: "llm" (needs a reachable model: `llm`, else the engine's configured
     one), "rules", "verbatim" (each turn one unit) or "auto" (llm when a model
@@ -126,6 +132,7 @@ def ingest(
     started = time.perf_counter()
     documents = _documents(path_or_document, format)
     run = _Run(bank, mode, force, progress, cancel, llm)
+    run.replace = replace
     try:
         run.plan_progress(documents)
         for document in documents:
@@ -201,6 +208,7 @@ class _Run:
     ) -> None:
         self.bank = bank
         self.force = force
+        self.replace = False  # a document under a stored id with other content replaces it
         self.progress = progress
         self.cancel = cancel
         profile = bank.profile()
@@ -318,7 +326,12 @@ class _Run:
             digest = content_hash(document)
             existing = stored_with_hash(bank.store.reader(), digest)
             steps = self._chunk_count(document) + 2
-            if existing and not self.force:
+            replacing = False
+            if existing is None and self.replace and document.id:
+                # Other content under a stored id: written in its place, in one transaction.
+                existing = stored_with_id(bank.store.reader(), document.id)
+                replacing = existing is not None
+            if existing and not self.force and not replacing:
                 failed = failures_of(bank.store.reader(), existing[0])
                 if not failed:
                     self.report.documents.append(DocumentResult(existing[0], title, "skipped"))

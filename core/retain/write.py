@@ -16,8 +16,10 @@ import pyarrow as pa
 
 from core.retain.documents import (
     clear_failures,
+    drop_orphans,
     insert_document,
     insert_turns,
+    mentioned_entities,
     remove_document,
     write_failures,
 )
@@ -63,6 +65,7 @@ def write_document(
     `document_id`, whose content hash becomes `digest`."""
     now = utcnow()
     removed: list[str] = []
+    before: list[str] = []  # the entities the replaced content mentioned
     with store.transaction() as tx:
         con = tx.con
         if retry:
@@ -72,6 +75,7 @@ def write_document(
             insert_turns(con, document_id, document.turns)
         else:
             if existing:
+                before = mentioned_entities(con, replaced)
                 removed = remove_document(con, existing[0], replaced)
                 tx.touch(removed)
             insert_document(con, document_id, document, digest, now, mode, report.model)
@@ -88,7 +92,15 @@ def write_document(
         write_events(con, plan.opinions.events)
         write_links(con, plan.links)
         write_failures(con, failures, now)
-        jobs = queue_observation_jobs(con, sorted(plan.job_entities), now)
+        rebuild = set(plan.job_entities)
+        if existing and not retry and not appended:
+            # What only the replaced content named goes; the profiles of what stays
+            # are rebuilt without it.
+            orphans, gone = drop_orphans(con, before)
+            tx.touch(gone)
+            removed += gone
+            rebuild |= set(before) - set(orphans)
+        jobs = queue_observation_jobs(con, sorted(rebuild), now)
         tx.touch(ids + rewritten)
     report.notes += [
         f"opinion assessment fell back to rules: {reason}"

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import math
 import threading
 import time
@@ -38,7 +39,7 @@ from typing import Any
 
 from starlette.routing import Match
 
-from core.server.guard import answer, current_departure
+from core.server.guard import BODY, answer, current_departure
 
 # Who holds a write lock, if not a plain thread: the request (or MCP call) that
 # was admitted on the event loop. Context variables follow a request into the
@@ -327,6 +328,17 @@ class Admission:
             state.reads.release()
 
 
+def queued_when(asks: Callable[[dict], bool]) -> Callable[[Callable], Callable]:
+    """Mark a write route that, when its JSON body `asks(body)` (an `"async": true`
+    retain), only queues work: it needs no place in the lock's line."""
+
+    def mark(endpoint: Callable) -> Callable:
+        endpoint.engram_queued_when = asks  # type: ignore[attr-defined]
+        return endpoint
+
+    return mark
+
+
 def read_only(endpoint: Callable) -> Callable:
     """Mark a route that reads only, whatever its HTTP method (a POST recall):
     it needs no write lock and waits in the bank's read queue."""
@@ -363,6 +375,9 @@ class AdmissionMiddleware:
             writes = scope["method"] not in READ_METHODS_HTTP and not getattr(
                 endpoint, "engram_read_only", False
             )
+            asks = getattr(endpoint, "engram_queued_when", None)
+            if writes and asks is not None and _asks(asks, scope.get(BODY)):
+                writes = False
             return bank, writes
         return None
 
@@ -380,6 +395,14 @@ class AdmissionMiddleware:
             await _refuse(send, busy)
         except ClientLeft:
             pass  # it gave up waiting; its place went to the next in line
+
+
+def _asks(asks: Callable[[dict], bool], body: bytes | None) -> bool:
+    try:
+        parsed = json.loads(body) if body else None
+    except ValueError:
+        return False  # the route answers its 422
+    return isinstance(parsed, dict) and bool(asks(parsed))
 
 
 async def _refuse(send: Any, busy: Busy) -> None:

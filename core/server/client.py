@@ -123,12 +123,29 @@ class ChangeEvent:
     reset: bool = False
 
 
-def tls_context(ca_file: str | Path | None = None):
+def _say_who(request) -> None:
+    """Who asks (the CLI, a script's --actor, `engram mcp`'s client): the owner records
+    it as the actor, as a direct run would (it believes it from its own token only)."""
+    from core.context import HOP_HEADER, hop_header
+
+    request.headers[HOP_HEADER] = hop_header()
+
+
+def tls_context(ca_file: str | Path | None = None, *, pinned: str | Path | None = None):
     """How an https owner's certificate is verified: against the system's
     certificate authorities and, when given, the CA file too (a private CA, or a
-    self-signed certificate itself). Verification is never turned off."""
+    self-signed certificate itself). Verification is never turned off.
+
+    `pinned`: the owner's own certificate file, named in its lock record on this
+    machine (a routed command): that certificate is the only one trusted, whatever
+    signed it, and the advertised loopback address need not be a name it holds."""
     import ssl
 
+    if pinned:
+        context = ssl.create_default_context(cafile=str(pinned))
+        context.check_hostname = False  # the certificate itself is what is checked
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN  # a leaf trusted as is
+        return context
     context = ssl.create_default_context()
     if ca_file:
         try:
@@ -152,17 +169,20 @@ class OwnerClient:
         *,
         timeout: float | None = 600.0,
         ca_file: str | Path | None = None,
+        pinned: str | Path | None = None,
     ) -> None:
         import httpx
 
         self.url = url.rstrip("/")
         self.timeout = timeout
-        self.ca_file = str(ca_file) if ca_file else None
+        self.ca_file = str(ca_file or pinned) if ca_file or pinned else None
+        secure = self.url.startswith("https:")
         self._http = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"},
             timeout=httpx.Timeout(timeout, connect=5.0),
-            verify=tls_context(ca_file) if self.url.startswith("https:") else True,
+            event_hooks={"request": [_say_who]},
+            verify=tls_context(ca_file, pinned=pinned) if secure else True,
         )
 
     # -- plain calls -------------------------------------------------------------
@@ -510,6 +530,52 @@ class RemoteBank:
         with contextlib.suppress(EngramError):  # out of reach: the last one known stays
             self._name = self._call(BANK["name"], (), {})[0]
 
+    def watch_activity(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        """Call `listener(entry)` for each activity entry the owner records from now
+        on (its live stream, read on a thread of its own; a dropped connection is
+        resumed after the last entry heard). Returns the function that stops it."""
+        import httpx
+
+        from core import ActivityEntry
+
+        path = f"/engram/v1/banks/{_quote(self._id)}/activity/stream"
+        stopped = threading.Event()
+        held: list[Any] = []
+
+        def follow() -> None:
+            last: int | None = None
+            while not stopped.is_set():
+                headers = {} if last is None else {"Last-Event-ID": str(last)}
+                try:
+                    with self._client._http.stream(
+                        "GET", path, headers=headers, timeout=httpx.Timeout(None, connect=5.0)
+                    ) as response:
+                        if response.status_code >= 400:
+                            return
+                        held[:] = [response]
+                        for line in response.iter_lines():
+                            if stopped.is_set():
+                                return
+                            if line.startswith("data: ") and '"id"' in line:
+                                entry = ActivityEntry.from_dict(json.loads(line[6:]))
+                                last = entry.id
+                                with contextlib.suppress(Exception):
+                                    listener(entry)
+                except (httpx.HTTPError, RuntimeError, ValueError):
+                    pass
+                stopped.wait(1.0)  # the owner went away for a moment: ask again
+
+        thread = threading.Thread(target=follow, name="engram-activity-stream", daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            stopped.set()
+            for response in held:
+                with contextlib.suppress(Exception):
+                    response.close()
+
+        return stop
+
     # -- lifecycle: each side closes its own ---------------------------------------
 
     @property
@@ -527,6 +593,10 @@ class RemoteBank:
 
     def vectors_for(self, units):
         raise EngramError("vectors are computed by the bank's owner")
+
+    @property
+    def operation_queue(self):
+        raise EngramError("a bank's queue of operations is its owner's")
 
     def __enter__(self) -> RemoteBank:
         return self

@@ -6,6 +6,7 @@ is "the data folder" and any other absolute path is "<path>".
 
 from __future__ import annotations
 
+import logging
 import re
 import tempfile
 from pathlib import Path
@@ -14,7 +15,13 @@ from typing import Any
 from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from core import LanguageModelError, ReflectionError, SnapshotError
+from core import (
+    ActivityNotFoundError,
+    LanguageModelError,
+    ReflectionError,
+    SnapshotError,
+    stopped_by_disk,
+)
 from core.limits import FieldError
 from core.server.guard import current_departure
 from core.types import (
@@ -25,7 +32,10 @@ from core.types import (
     EmbeddingMismatchError,
     EngramError,
     InvalidInputError,
+    StorageError,
 )
+
+log = logging.getLogger(__name__)
 
 
 class RetainFailed(EngramError):
@@ -35,11 +45,13 @@ class RetainFailed(EngramError):
 # Most specific first: the first class an error is an instance of decides.
 STATUS: list[tuple[type[Exception], int]] = [
     (BankNotFoundError, 404),
+    (ActivityNotFoundError, 404),
     (BankExistsError, 409),
     (BankLockedError, 409),
     (EmbeddingMismatchError, 409),
     (InvalidInputError, 422),
     (SnapshotError, 422),
+    (StorageError, 507),
     (RetainFailed, 502),
     (ReflectionError, 502),
     (LanguageModelError, 502),
@@ -92,6 +104,17 @@ async def engram_error(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse(
         {"detail": public(str(error), _home_of(request))}, status_code=status_of(error)
     )
+
+
+async def disk_error(request: Request, error: Exception) -> JSONResponse:
+    """The disk (or the store) failed under a request: an answer, not a dropped
+    connection (an exception left to uvicorn after Starlette's 500 started closes
+    the socket, and a client may read a reset instead)."""
+    told = stopped_by_disk(error)
+    if told is None:
+        log.error("unexpected store error", exc_info=error)
+        return JSONResponse({"detail": f"internal error ({type(error).__name__})"}, 500)
+    return await engram_error(request, told)
 
 
 async def http_error(request: Request, error: HTTPException) -> JSONResponse:

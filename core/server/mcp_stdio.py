@@ -35,6 +35,7 @@ from core.server.mcp_tools import build_mcp
 from core.server.mcp_wire import run_guarded
 from core.server.owner import Owner, find_owner
 from core.server.served import ServedBanks
+from core.types import EngramError
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,10 @@ class BridgingServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None):
         assert self.leased is not None
-        owner = find_owner(self.leased.engine.home, self.bank)
+        try:
+            owner = find_owner(self.leased.engine.home, self.bank)
+        except EngramError as error:  # an owner it must not send the token to
+            raise ToolError(public(str(error))) from None
         if owner is not None:
             return await self._bridge(owner, name, arguments)
         with self.leased.call():
@@ -128,17 +132,19 @@ class BridgingServer(MCPServer):
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
+        from core.context import HOP_HEADER, hop_header
+
         url = f"{owner.url}/mcp/{quote(self.bank, safe='')}/"
         try:
             token = owner.token()
-        except (OSError, PermissionError) as error:
-            raise ToolError(
-                f"bank {self.bank!r} is open in another process (PID {owner.pid}) whose token "
-                f"cannot be read here: {public(str(error))}"
-            ) from None
+        except EngramError as error:  # it says what to do
+            raise ToolError(public(str(error))) from None
         try:
             # The SDK's own timeouts: 30 s to connect, 300 s between reads.
-            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            # Who asks goes along: the owner records `mcp (client)` over stdio, as here.
+            http = create_mcp_http_client(
+                headers={"Authorization": f"Bearer {token}", HOP_HEADER: hop_header()}
+            )
             async with (
                 http,
                 streamable_http_client(url, http_client=http) as (read, write, *_),

@@ -10,8 +10,8 @@ none is given, so "yesterday" in the text is read against the day it was said
 answers only once everything it reports is committed.
 
 Under a document id already retained, `update_mode="replace"` (the default)
-puts the new content in place of the old (the same content again changes
-nothing) and `"append"` adds the items as turns after the stored ones,
+puts the new content in place of the old, in one transaction (the same
+content again changes nothing) and `"append"` adds the items as turns after the stored ones,
 extracting only them (Bank.append_turns): the document's earlier memories,
 and any curation of them, stay.
 """
@@ -28,6 +28,7 @@ from core.bank import Bank
 from core.server.errors import RetainFailed, not_supported, refuse
 from core.server.guard import current_cancel
 from core.server.models import MemoryItem, RetainRequest
+from core.server.operations import RUNNERS
 from core.timeparse import naive_utc
 from core.types import Change, Document, Turn
 
@@ -122,10 +123,13 @@ def _when(value: datetime | str | None, now: datetime) -> datetime | None:
     return naive_utc(value)
 
 
-def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[str, Any]]:
+def retain(
+    bank: Bank, request: RetainRequest, mode: str, *, now: datetime | None = None
+) -> tuple[Change, dict[str, Any]]:
     """Ingest the request's items; the change and what was written. Call under the
-    bank's lock."""
-    groups = groups_of(request, _now())
+    bank's lock. `now`: when the request was made (an item without a time was
+    said then), for one run later from the queue."""
+    groups = groups_of(request, now or _now())
     stored = bank.document_hashes([g.document.id for g in groups if g.document.id])
     change = Change()
     fresh: list[Document] = []
@@ -140,17 +144,14 @@ def retain(bank: Bank, request: RetainRequest, mode: str) -> tuple[Change, dict[
         if previous is not None and _unchanged(bank, group, previous):
             unchanged.append(document.id)
             continue
-        if previous is not None:
-            # Hindsight replaces a document retained again under its id with other
-            # content. Deleting first (audited, undoable) then ingesting is two
-            # transactions: a crash between them loses the old content, never
-            # an acknowledged new one.
-            change |= bank.delete_document(document.id, actor="agent")
+        # Other content under a stored id replaces it (Hindsight's way): in the one
+        # transaction that writes it (`replace`), so a crash leaves the old content
+        # or the new, never neither.
         fresh.append(document)
     if fresh:
         # The request's cancel token (guard.py): a client that left, or a request
         # past its time, stops the ingest between chunks.
-        reports.append(bank.ingest(fresh, mode=mode, cancel=current_cancel()))
+        reports.append(bank.ingest(fresh, mode=mode, cancel=current_cancel(), replace=True))
     results = [d for r in reports for d in r.documents]
     failed = [d.id or d.title for d in results if d.status == "failed"]
     if failed:
@@ -190,3 +191,25 @@ def _unchanged(bank: Bank, group: _Group, stored_hash: str) -> bool:
         and (not timed or a.timestamp == b.timestamp)
         for a, b, timed in zip(stored, new, group.timed, strict=True)
     )
+
+
+def queued_payload(request: RetainRequest) -> dict[str, Any]:
+    """What an `"async": true` retain keeps in the bank's queue to run later."""
+    return {
+        "request": request.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "received_at": _now().isoformat(),
+    }
+
+
+def run_queued(served, bank_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """A queued retain, as it was asked (operations.py runs it, after a restart too)."""
+    request = RetainRequest.model_validate(payload["request"])
+    mode = check_request(request)
+    now = datetime.fromisoformat(payload["received_at"])
+    with served.using(bank_id) as bank:
+        change, summary = retain(bank, request, mode, now=now)
+    served.changed(bank_id, change)
+    return summary
+
+
+RUNNERS["retain"] = run_queued

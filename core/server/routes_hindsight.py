@@ -25,11 +25,11 @@ from core import tags as tagging
 from core.bank import Bank
 from core.config import checked_changes
 from core.server import models as m
-from core.server.admission import read_only
+from core.server.admission import queued_when, read_only
 from core.server.errors import field_error, not_found, not_supported, refuse
 from core.server.memory_views import UnitViews, iso, turn_text
 from core.server.operations import Operation, Operations
-from core.server.retain import check_request, retain
+from core.server.retain import check_request, queued_payload, retain
 from core.server.served import ServedBanks
 from core.server.version import ENGRAM_VERSION, HINDSIGHT_API_VERSION
 from core.types import (
@@ -314,6 +314,7 @@ def stats(bank_id: str, served: Served, ops: Ops) -> m.BankStatsResponse:
 
 
 @router.post(BANK + "/memories", response_model=m.RetainResponse, tags=["Memory"])
+@queued_when(lambda body: body.get("async") is True)
 def retain_memories(
     bank_id: str, body: m.RetainRequest, served: Served, ops: Ops
 ) -> m.RetainResponse:
@@ -332,7 +333,8 @@ def retain_memories(
         return summary
 
     if body.async_:
-        op = ops.submit(name, "retain", len(body.items), work, body.operation_id)
+        # Acknowledged once the request is committed to the bank's queue.
+        op = ops.submit(name, "retain", len(body.items), queued_payload(body), body.operation_id)
         return m.RetainResponse(
             success=True,
             bank_id=name,
@@ -719,15 +721,11 @@ def update_memory(
         if body.entities is not None:
             edits["entity_ids"] = [_entity_id(bank, name) for name in body.entities]
         if edits:
-            change = bank.edit_unit(memory_id, **edits, actor="agent")
+            change = bank.edit_unit(memory_id, **edits)
         if body.state == "invalidated" and unit.status is UnitStatus.ACTIVE:
-            change = (change or _empty()) | bank.hide_units(
-                [memory_id], actor="agent", reason=body.reason
-            )
+            change = (change or _empty()) | bank.hide_units([memory_id], reason=body.reason)
         elif body.state == "valid" and unit.status is UnitStatus.HIDDEN:
-            change = (change or _empty()) | bank.unhide_units(
-                [memory_id], actor="agent", reason=body.reason
-            )
+            change = (change or _empty()) | bank.unhide_units([memory_id], reason=body.reason)
         elif body.state == "valid" and unit.status is UnitStatus.RETRACTED:
             raise HTTPException(
                 409,
@@ -800,7 +798,7 @@ def clear_memories(
     documents stay. Audited and undoable, like any deletion in the studio."""
     with served.using(bank_id) as bank:
         ids = [u.id for u in bank.units(type, status=None, limit=None)]
-        change = bank.delete_units(ids, actor="agent") if ids else None
+        change = bank.delete_units(ids) if ids else None
     if change is not None:
         served.changed(bank.id, change)
     return m.DeleteResponse(
@@ -1011,7 +1009,7 @@ def get_document(bank_id: str, document_id: str, served: Served) -> m.DocumentRe
 def delete_document(bank_id: str, document_id: str, served: Served) -> m.DeleteDocumentResponse:
     with served.using(bank_id) as bank:
         document = stored_document(bank, document_id)
-        change = bank.delete_document(document_id, actor="agent")
+        change = bank.delete_document(document_id)
     served.changed(bank.id, change)
     return m.DeleteDocumentResponse(
         success=True,

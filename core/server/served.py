@@ -21,6 +21,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from core.bank import Bank
 from core.engine import Engine
@@ -57,7 +58,10 @@ class ServedBanks:
         self._guard = threading.Lock()
         # (url, token file) written into each served bank's lock record, so other
         # processes' `engram` commands on it are routed here (core/server/owner.py).
-        self._address: tuple[str, str | None] | None = None
+        self._address: tuple[str, str | None, str | None] | None = None
+        # Told the id of each bank this process begins to serve (the operations
+        # queued on it are resumed: core/server/operations.py).
+        self.opened: list[Callable[[str], None]] = []
         # Headless, nobody else runs what a change queued.
         self.rebuilds = ObservationRebuilds(self) if on_change is None else None
 
@@ -69,6 +73,7 @@ class ServedBanks:
             self._banks[bank.id] = bank
             self._locks.setdefault(bank.id, WriteLock())
         self._advertise(bank)
+        self._tell_opened(bank.id)
 
     def release(self, bank_id: str) -> None:
         """The studio closed it: stop serving it (the bank stays open for the caller)."""
@@ -78,11 +83,14 @@ class ServedBanks:
         if bank is not None:
             self._advertise(bank, withdraw=True)
 
-    def advertise(self, url: str | None, token_file: str | None = None) -> None:
+    def advertise(
+        self, url: str | None, token_file: str | None = None, certificate: str | None = None
+    ) -> None:
         """Record this server's address (None: withdraw it) in the lock of every bank
-        served, now and opened later, so `engram` commands elsewhere come here."""
+        served, now and opened later, so `engram` commands elsewhere come here (an
+        https server's certificate with it, which they trust)."""
         with self._guard:
-            self._address = (url, token_file) if url else None
+            self._address = (url, token_file, certificate) if url else None
             banks = list(self._banks.values())
         for bank in banks:
             self._advertise(bank)
@@ -90,10 +98,12 @@ class ServedBanks:
     def _advertise(self, bank: Bank, *, withdraw: bool = False) -> None:
         if bank.closed:
             return
-        url, token_file = self._address if self._address and not withdraw else (None, None)
+        url, token_file, certificate = (
+            self._address if self._address and not withdraw else (None, None, None)
+        )
         # RuntimeError/OSError: closed meanwhile, and its lock record went with it.
         with contextlib.suppress(OSError, RuntimeError):
-            bank.advertise(url, token_file)
+            bank.advertise(url, token_file, certificate)
 
     # -- lookups -----------------------------------------------------------------------
 
@@ -139,7 +149,27 @@ class ServedBanks:
             self._opened.add(key)
             self._advertise(bank)
             self._locks.setdefault(key, WriteLock())
-            return bank
+        self._tell_opened(key)
+        return bank
+
+    def transfer_path(self, bank_id: str | None = None) -> Path:
+        """An owner-only file in the data folder for a snapshot sent or received
+        (of the bank `bank_id`, when one): never the shared temp folder, and a
+        kill's leftover is known to the bank's purge and removed at next start."""
+        from core import transfer_path
+
+        folder = self.get(bank_id).folder.name if bank_id is not None else ""
+        return transfer_path(self.engine.home, ".engram", folder)
+
+    def open_ids(self) -> list[str]:
+        """The ids of the banks served and open now."""
+        with self._guard:
+            return [key for key, bank in self._banks.items() if not bank.closed]
+
+    def _tell_opened(self, bank_id: str) -> None:
+        """Outside the guard: a listener may look the bank up again."""
+        for listener in list(self.opened):
+            listener(bank_id)
 
     def lock(self, bank_id: str) -> WriteLock:
         """The lock that serialises writes to the bank with this id (the studio's

@@ -443,10 +443,10 @@ class BankStore:
             finally:
                 self._db = duckdb.connect(str(path))
 
-    def advertise(self, url: str | None, token_file=None) -> None:
+    def advertise(self, url: str | None, token_file=None, certificate=None) -> None:
         """Record in the lock file that this process serves the bank at `url` (None:
-        no longer), so other processes' commands reach it over HTTP."""
-        self._lock.advertise(url, token_file)
+        no longer), so other processes' commands reach it over HTTP(S)."""
+        self._lock.advertise(url, token_file, certificate)
 
     def close(self) -> None:
         # Under the write lock: an index still opening on another thread finishes first.

@@ -29,7 +29,7 @@ GUARD_NAME = "bank.guard"
 def exclusive_lock(path: Path) -> FileLock:
     """A non-blocking, process-wide (not per-thread) lock on `path`: a bank may
     be opened on one thread and closed on another."""
-    return FileLock(path, timeout=0, thread_local=False)
+    return FileLock(path, timeout=0, mode=0o600, thread_local=False)  # owner-only
 
 
 class BankLock:
@@ -52,13 +52,21 @@ class BankLock:
         # Whatever record was there belonged to a dead owner: we hold the guard now.
         self._write({"pid": os.getpid(), "host": socket.gethostname()})
 
-    def advertise(self, url: str | None, token_file: str | Path | None = None) -> None:
-        """Record that this process serves the bank at `url` (None: no longer serves it)."""
+    def advertise(
+        self,
+        url: str | None,
+        token_file: str | Path | None = None,
+        certificate: str | Path | None = None,
+    ) -> None:
+        """Record that this process serves the bank at `url` (None: no longer serves
+        it); over https, with the server's certificate file."""
         if self._guard is None:
             raise RuntimeError("only the owner of a bank can advertise it")
         record = {"pid": os.getpid(), "host": socket.gethostname()}
         if url:
             record.update(url=url, token_file=str(token_file) if token_file else None)
+            if certificate:
+                record["certificate"] = str(certificate)
         self._write(record)
 
     def release(self) -> None:
@@ -75,7 +83,8 @@ class BankLock:
     def _write(self, record: dict) -> None:
         # Written aside and renamed, so a contender never reads half a record.
         tmp = self.folder / (LOCK_NAME + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as out:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(fd, "w", encoding="utf-8") as out:
             json.dump(record, out)
             out.flush()
             os.fsync(out.fileno())

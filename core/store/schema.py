@@ -208,6 +208,28 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE opinion_events ADD COLUMN strength DOUBLE",
         "ALTER TABLE opinion_events ADD COLUMN independence DOUBLE",
     ],
+    # 7: the asynchronous operations queued on the bank (`"async": true` retains),
+    # with the request each will run until it completed (core/store/oplog.py)
+    [
+        """CREATE TABLE operations (
+            id VARCHAR PRIMARY KEY,
+            kind VARCHAR NOT NULL,
+            status VARCHAR NOT NULL,
+            items_count INTEGER NOT NULL,
+            payload JSON,
+            result JSON,
+            error VARCHAR,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL,
+            completed_at TIMESTAMP
+        )""",
+    ],
+    # 8: who wrote each unit and document (the actor of the request that made it:
+    # "studio", "cli", an API token's name; core/context.py). NULL: before this version.
+    [
+        "ALTER TABLE units ADD COLUMN created_by VARCHAR",
+        "ALTER TABLE documents ADD COLUMN created_by VARCHAR",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt
 
 from app.graph.activation import DEFAULT_PARAMS, Timeline, params_from_settings, rerun, timeline
 from app.graph.animation import ActivationPlayer
 from app.graph.layout import ASPECT, components, force_layout
 from app.graph.model import LINK_KINDS, UNKNOWN_NETWORK, GraphData, trace_node_ids
+from app.graph.rings import ring_guides, ring_layout
 from app.graph.widget import GraphWidget
 from app.runner import Runner
 from core import adjacency, spread
@@ -252,7 +253,7 @@ def test_animation_advances_frames_and_nodes_grow_with_activation(qtbot, widget)
     qtbot.waitUntil(lambda: not widget.player.playing, timeout=10_000)
     assert widget.play_button.text() == "Play"
     assert widget.view.sizes()[b] > sizes_start[b]
-    assert widget.step_label.text() == "step 3 / 3 · 4 lit"
+    assert widget.step_label.text() == "wave 3 / 3 · 4 lit"
     assert widget.view.marked_ids() == ["b"]
     assert len(widget.view.rings.points()) == 1
 
@@ -330,6 +331,7 @@ def test_hover_label_and_top_labels(widget) -> None:
     # Only the seed and the packed results are labelled; other nodes on hover.
     assert widget.view.labelled() == ["a"]
     widget.set_marked(["d", "f"])
+    widget.fit_button.click()  # f, unlinked, sits apart: Fit brings the packed results in
     assert widget.view.labelled() == ["a", "d", "f"]
 
 
@@ -419,7 +421,7 @@ def test_step_and_scrub_replay_the_recorded_waves(widget, qtbot) -> None:
     widget.show_graph(g, activation=act)
     fps = widget.player.frames_per_step
     widget.player.seek(0)
-    assert widget.step_label.text().startswith("step 0 / ") and "1 lit" in widget.step_label.text()
+    assert widget.step_label.text().startswith("wave 0 / ") and "1 lit" in widget.step_label.text()
     lit_at = []
     for _ in range(3):
         widget.step_button.click()
@@ -579,3 +581,174 @@ def test_screenshot_of_the_graph_mid_animation(qtbot, widget, tmp_path) -> None:
     assert widget.grab().save(str(out))
     assert out.stat().st_size > 10_000
     _ = QPointF  # imported for the click test's coordinates
+
+
+# -- readable at its defaults: waves, rings, context, Fit, labels (issue 29) ---------------
+
+
+def waves_graph(unlinked: int = 0) -> tuple[GraphData, dict]:
+    """fan_graph's spreading (two new nodes a wave), a unit one weak link beyond
+    it, and `unlinked` units no link reaches (as an entity's profile found by
+    its name)."""
+    g = fan_graph()
+    nodes = [(x, "world") for x in (*g.ids, "z")]
+    nodes += [(f"u{i}", "observation") for i in range(unlinked)]
+    labels = {x: f"fact {x}" for x, _ in nodes}
+    # z hangs off "far" by a link too weak to carry: it is never lit (one-hop context).
+    graph = GraphData.build(nodes, [*g.links(), ("far", "z", "temporal", 0.1)], labels)
+    act = rerun(graph, {"S": 1.0}, decay=1.0, mu=MU, threshold=0.05, max_steps=9, step_budget=2)
+    return graph, act
+
+
+def lit_by_wave(act: dict) -> list[set[str]]:
+    """The nodes lit by the end of each wave (index 0: the seeds)."""
+    lit = {s["node"] for s in act["seeds"]}
+    out = [set(lit)]
+    for wave in act["waves"]:
+        lit |= set(wave["lit"])
+        out.append(set(lit))
+    return out
+
+
+def test_ring_layout_puts_each_wave_on_its_own_ring_and_the_rest_apart() -> None:
+    g, act = waves_graph(unlinked=3)
+    tl = timeline(g, act)
+    pos = ring_layout(g, tl, aspect=1.6)
+    assert np.array_equal(pos, ring_layout(g, tl, aspect=1.6))  # no hidden randomness
+    assert max(np.abs(pos[:, 1]).max(), np.abs(pos[:, 0]).max() / 1.6) == pytest.approx(1.0)
+    wave = tl.first_lit()
+    centre = pos[wave == 0].mean(axis=0)
+    radius = np.hypot((pos[:, 0] - centre[0]) / 1.6, pos[:, 1] - centre[1])
+    rings = [radius[wave == t] for t in range(wave.max() + 1)]
+    for inner, outer in zip(rings, rings[1:], strict=False):
+        assert inner.max() < outer.min()  # wave after wave, outward
+    z = g.index["z"]  # never lit, linked to "far": on a ring outside the last wave
+    assert wave[z] == -1 and radius[z] > rings[-1].max()
+    # A unit with no link into the lit region sits in a row under it, not round a ring.
+    alone = [g.index[f"u{i}"] for i in range(3)]
+    lit = np.flatnonzero(wave >= 0)
+    assert (pos[alone, 1] < pos[lit, 1].min()).all()
+    assert np.ptp(pos[alone, 1]) == pytest.approx(0.0)
+    # Each node sits in the direction of the node that lit it (J beside n1).
+    angle = np.arctan2(pos[:, 1] - centre[1], (pos[:, 0] - centre[0]) / 1.6)
+    j, n1 = g.index["J"], g.index["n1"]
+    assert abs(np.angle(np.exp(1j * (angle[j] - angle[n1])))) < np.pi / 4
+    guide_centre, radii = ring_guides(pos, wave, 1.6)
+    assert np.allclose(guide_centre, centre) and len(radii) == wave.max()
+    assert [round(ry, 6) for _rx, ry in radii] == [round(float(r.mean()), 6) for r in rings[1:]]
+
+
+def test_unlit_nodes_are_not_drawn_until_their_wave(widget) -> None:
+    g, act = waves_graph()
+    widget.show_graph(g, activation=act, marked=["J"])
+    fps = widget.player.frames_per_step
+    expected = lit_by_wave(act)
+    widget.player.seek(0)
+    assert set(widget.view.drawn_ids()) == {"S"}  # the seed, alone
+    x, _y = widget.view.base_curves["causal"].getData()
+    assert x is None or len(x) == 0  # no link drawn to a node not drawn
+    for t in range(1, len(expected)):
+        widget.player.seek(t * fps)
+        if t * fps < widget.player.last_frame:
+            assert set(widget.view.drawn_ids()) == expected[t], t
+    # Once the spreading is over, what it never reached shows too, faint and small.
+    widget.player.seek(widget.player.last_frame)
+    assert set(widget.view.drawn_ids()) == set(g.ids)
+    assert set(widget.view.lit_ids()) == expected[-1] != set(g.ids)
+    z, s = g.index["z"], g.index["S"]
+    assert widget.view.sizes()[z] < widget.view.sizes()[s]
+    assert widget.view.nodes.points()[z].brush().color() != (
+        widget.view.nodes.points()[g.index["J"]].brush().color()
+    )
+
+
+def test_waves_appear_one_after_another(qtbot) -> None:
+    """Played from its seeds (as the panes do on a new recall), each wave adds its
+    own nodes in its own step: never everything in one burst."""
+    w = GraphWidget(autoplay=True)
+    qtbot.addWidget(w)
+    w.resize(700, 500)
+    w.show()
+    w.speed.setCurrentIndex(w.speed.findData(4.0))
+    g, act = waves_graph()
+    counts: list[int] = []
+    w.frame_shown.connect(lambda _f: counts.append(len(w.view.lit_ids())))
+    with qtbot.waitSignal(w.player.finished, timeout=20_000):
+        w.show_graph(g, activation=act)
+    assert w.player.frame == w.player.last_frame
+    seen = [c for n, c in enumerate(counts) if n == 0 or c != counts[n - 1]]
+    assert seen == [len(lit) for lit in lit_by_wave(act)]  # 1, 3, 5, 7: wave by wave
+    assert len(seen) >= 4
+
+
+def test_fit_frames_what_is_lit_and_the_packed_results(widget) -> None:
+    """Unlinked units (thirty here) once squeezed the lit part into a corner and
+    Fit framed them all; now Fit frames the lit nodes and the packed results."""
+    g, act = waves_graph(unlinked=30)
+    widget.show_graph(g, activation=act, marked=["J", "u0"])
+    vb = widget.view.getPlotItem().getViewBox()
+    vb.setRange(xRange=(5, 6), yRange=(5, 6), padding=0)  # looking elsewhere
+    widget.fit_button.click()
+    (x0, x1), (y0, y1) = vb.viewRange()
+    pos = widget.positions
+    lit = [g.index[n] for n in lit_by_wave(act)[-1]]
+    framed = pos[[*lit, g.index["u0"]]]
+    assert (framed[:, 0] >= x0).all() and (framed[:, 0] <= x1).all()
+    assert (framed[:, 1] >= y0).all() and (framed[:, 1] <= y1).all()
+    # ... tightly: the framed nodes span most of the view in one direction at least.
+    span = framed.max(axis=0) - framed.min(axis=0)
+    assert max(span[0] / (x1 - x0), span[1] / (y1 - y0)) > 0.75
+
+
+def test_packed_results_are_ringed_once_drawn(widget) -> None:
+    g, act = waves_graph(unlinked=2)
+    packed = ["S", "J", "u1"]
+    widget.show_graph(g, activation=act, marked=packed)
+
+    def ringed() -> set[tuple[float, float]]:
+        return {(round(p.pos().x(), 6), round(p.pos().y(), 6)) for p in widget.view.rings.points()}
+
+    def at(*names: str) -> set[tuple[float, float]]:
+        return {tuple(round(float(v), 6) for v in widget.positions[g.index[n]]) for n in names}
+
+    widget.player.seek(0)
+    assert ringed() == at("S")  # J is not lit yet, u1 not shown yet
+    widget.player.seek(widget.player.last_frame)
+    assert ringed() == at(*packed)
+
+
+def clear_of(rects: list[QRectF], centre: QPointF, r: float) -> bool:
+    """Whether no rectangle reaches into the disc of radius `r` about `centre`."""
+    for rect in rects:
+        dx = centre.x() - min(max(centre.x(), rect.left()), rect.right())
+        dy = centre.y() - min(max(centre.y(), rect.top()), rect.bottom())
+        if dx * dx + dy * dy < r * r:
+            return False
+    return True
+
+
+def test_labels_never_cover_another_label_or_a_lit_node(qtbot) -> None:
+    """A seed with thirty packed neighbours, long texts, a small view: each label
+    sits beside its node where it covers no other label and no lit node; the
+    rest go without (hovering names them)."""
+    w = GraphWidget()
+    qtbot.addWidget(w)
+    w.resize(640, 420)
+    w.show()
+    qtbot.waitExposed(w)
+    names = [f"n{i:02d}" for i in range(30)]
+    nodes = [("hub", "world")] + [(x, "experience") for x in names]
+    text = "said that the Atlas outage on June 23 came from a schema change"
+    labels = {x: f"{x} {text}" for x, _ in nodes}
+    g = GraphData.build(nodes, [("hub", x, "entity", 0.9) for x in names], labels)
+    act = rerun(g, {"hub": 1.0}, decay=0.8, mu=MU, threshold=0.05, max_steps=3)
+    w.show_graph(g, activation=act, marked=names)
+    w.grab()
+    view = w.view
+    rects = view.label_rects()
+    assert len(rects) >= 3 and "hub" in view.labelled()
+    assert all(not a.intersects(b) for n, a in enumerate(rects) for b in rects[n + 1 :])
+    vb = view.getPlotItem().getViewBox()
+    for unit in view.lit_ids():
+        centre = vb.mapViewToScene(QPointF(*view.pos[g.index[unit]]))
+        assert clear_of(rects, centre, view.sizes()[g.index[unit]] / 2), unit

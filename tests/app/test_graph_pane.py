@@ -6,11 +6,14 @@ from __future__ import annotations
 import re
 
 import pytest
+from PySide6.QtCore import QPointF
 
 from app.graph.neighbourhood import of_entity, of_trace, of_unit
 from app.graph.pane import GraphPane
 from app.runner import Runner
 from app.state import StudioState
+from core import STOP_REASONS
+from tests.app.test_graph import clear_of
 
 QUERY = "What went wrong with Atlas in June?"
 
@@ -134,3 +137,61 @@ def test_entity_links_are_drawn_by_how_specific_their_entity_is(demo_state) -> N
             assert weight == pytest.approx(max(through), abs=1e-6) or weight >= max(through)
             checked += 1
     assert checked
+
+
+def test_a_recall_at_the_defaults_reads_wave_by_wave(qtbot, demo_state) -> None:
+    """#29 at the pane's defaults, on a real recall at 1280×720: the replay starts
+    by itself from the seeds alone; each wave draws exactly the nodes lit by
+    then; the context appears (faint) only once spreading ends; Fit frames what
+    is lit and packed and fills the view with it (the lit rings, not the faint context); labels name seeds and packed
+    results where they cover no label and no lit node; the line under the graph
+    counts waves and says why spreading stopped, in words."""
+    pane = GraphPane(demo_state)
+    qtbot.addWidget(pane)
+    pane.resize(1280, 720)
+    pane.show()
+    qtbot.waitExposed(pane)
+    player = pane.graph.player
+    with qtbot.waitSignal(pane.graph.layout_ready, timeout=60_000):
+        pane.show_query(QUERY)
+    qtbot.waitUntil(lambda: player.playing or player.frame > 0, timeout=5000)  # autoplay
+    player.pause()
+    nb, view = pane.neighbourhood, pane.graph.view
+    activation = nb.activation
+    lit = {s["node"] for s in activation["seeds"]}
+    by_wave = [set(lit)]
+    for wave in activation["waves"]:
+        lit |= set(wave["lit"])
+        by_wave.append(set(lit))
+    assert len(by_wave) >= 3  # seeds and at least two waves on this bank
+    for t, expected in enumerate(by_wave[:-1]):
+        player.seek(t * player.frames_per_step)
+        assert set(view.drawn_ids()) == expected, t
+        assert f"wave {t} / {len(by_wave) - 1}" in pane.graph.step_label.text()
+    player.seek(player.last_frame)  # the last wave's end: spreading is over
+    assert set(view.lit_ids()) == lit
+    assert set(view.drawn_ids()) == set(nb.graph.ids) > lit  # the context, faint, at last
+    # Fit frames what is lit and packed, and fills most of the view with it.
+    view.fit()
+    pane.grab()
+    vb = view.getPlotItem().getViewBox()
+    box = vb.sceneBoundingRect()
+    framed = [view.pos[nb.graph.index[u]] for u in lit | set(nb.packed) if u in nb.graph.index]
+    scene = [vb.mapViewToScene(QPointF(*p)) for p in framed]
+    assert all(box.contains(p) for p in scene)
+    xs, ys = [p.x() for p in scene], [p.y() for p in scene]
+    fill = sorted(((max(xs) - min(xs)) / box.width(), (max(ys) - min(ys)) / box.height()))
+    assert fill[1] > 0.8 and fill[0] > 0.6, fill  # not a blob in the middle third
+    # Labels: seeds and packed results only, none over another label or a lit node.
+    labelled = view.labelled()
+    seeds = {s["node"] for s in activation["seeds"]}
+    assert len(labelled) >= 3 and set(labelled) <= seeds | set(nb.packed)
+    rects = view.label_rects()
+    assert all(not a.intersects(b) for n, a in enumerate(rects) for b in rects[n + 1 :])
+    for unit in lit:
+        centre = vb.mapViewToScene(QPointF(*view.pos[nb.graph.index[unit]]))
+        assert clear_of(rects, centre, view.sizes()[nb.graph.index[unit]] / 2), unit
+    info = pane.graph.info.text()
+    waves = len(by_wave) - 1
+    assert f"lit in {waves} wave{'' if waves == 1 else 's'}" in info
+    assert f"stopped: {STOP_REASONS[activation['stopped']]}" in info

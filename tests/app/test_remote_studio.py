@@ -361,3 +361,31 @@ def test_a_dropped_connection_is_said_reconnects_and_loses_nothing_typed(
     assert other.unit(unit.id).text == typed
     qtbot.waitUntil(lambda: not world.detail.editing, timeout=LONG)
     assert not window.banner.isVisible()
+
+
+def test_an_upload_ingest_shows_the_servers_progress_and_a_cancel_stops_it_there(
+    qtbot, studio, other, tmp_path
+):
+    window, bank = studio
+    # Long enough that the server is still extracting when the cancel arrives.
+    lines = ["## 2025-09-01 09:00"]
+    for i in range(400):
+        lines.append(f"Maya: Sprint note {i}: the Atlas importer handled batch {i} in Lisbon.")
+        lines.append(f"Priya: Thanks Maya, I logged batch {i} for the Beacon dashboard.")
+    long_chat = tmp_path / "long-sprint.txt"
+    long_chat.write_text("\n".join(lines) + "\n", "utf-8")
+    documents_before, units_before = len(other.documents()), other.count()
+
+    ingest = window.show_pane("ingest")
+    ingest.add_files([long_chat])
+    ingest.mode.setCurrentIndex(ingest.mode.findData("rules"))
+    ingest.start()
+    job = ingest.job
+    progress = []
+    job.progressed.connect(lambda done, total, message: progress.append((done, total)))
+    qtbot.waitUntil(lambda: any(done > 0 for done, _ in progress), timeout=LONG)  # the server's
+    ingest.cancel_button.click()
+    qtbot.waitUntil(lambda: not ingest.running, timeout=LONG)
+    wait_idle(qtbot, window.runner, LONG)
+    assert ingest.files[0].status == "cancelled — nothing of it was written"
+    assert len(other.documents()) == documents_before and other.count() == units_before

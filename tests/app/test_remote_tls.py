@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import shutil
 
 import httpx
@@ -29,11 +30,17 @@ def certificate(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, demo_subset_home, certificate):
+def served_home(tmp_path_factory, demo_subset_home):
     home = tmp_path_factory.mktemp("served-tls")
     shutil.copytree(demo_subset_home, home, dirs_exist_ok=True)
+    return home
+
+
+@pytest.fixture(scope="module")
+def server(served_home, certificate):
     certfile, keyfile = certificate
-    with engram_serve(home, TOKEN, "--certfile", str(certfile), "--keyfile", str(keyfile)) as url:
+    extra = ("--certfile", str(certfile), "--keyfile", str(keyfile))
+    with engram_serve(served_home, TOKEN, *extra) as url:
         yield url
 
 
@@ -99,6 +106,24 @@ def test_the_studio_connects_with_the_ca_file_and_never_without(
         wait_idle(qtbot, window.runner, LONG)
     finally:
         keyring.set_keyring(before)
+
+
+@pytest.mark.slow
+def test_a_command_on_this_machine_reaches_the_tls_owner_trusting_its_certificate(
+    server, served_home, certificate, monkeypatch
+):
+    """The owner's lock names its certificate: a routed command (a nightly export)
+    trusts exactly that one, though no authority signed it."""
+    with RemoteEngine(server, TOKEN, timeout=30, ca_file=certificate[0]) as engine:
+        first = engine.open_bank("Demo").units(limit=3)  # served from now on (opened on demand)
+    monkeypatch.setenv("ENGRAM_API_TOKEN", TOKEN)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli_main(
+            ["--home", str(served_home), "memories", "list", "Demo", "--limit", "3", "--json"]
+        )
+    assert code == 0, err.getvalue()
+    assert [u["id"] for u in json.loads(out.getvalue())] == [u.id for u in first]
 
 
 def test_a_bind_beyond_loopback_needs_a_token_with_tls_too(tmp_path, certificate, monkeypatch):

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import Network, NewUnit
+from core import STOP_REASONS, Network, NewUnit
 from core.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,6 +87,22 @@ def test_recall_trace_goes_to_a_file_or_a_short_summary(demo_home, tmp_path, cap
     out = capsys.readouterr().out
     assert "window   2025-03-25 to 2025-03-31 (read from 'the last week of March 2025'" in out
     assert "confidence 0.90" in out
+    # The graph line counts waves (not the nodes each lit) and says in words why it stopped.
+    query = "What caused the Atlas outage on June 23?"
+    assert run(home, "recall", name, query, "--trace", str(trace)) == 0
+    activation = json.loads(trace.read_text("utf-8"))["activation"]
+    waves = len(activation["waves"])
+    assert 1 <= waves < len(activation["steps"])
+    capsys.readouterr()
+    assert run(home, "recall", name, query, "--trace") == 0
+    out = capsys.readouterr().out
+    graph = next(line for line in out.splitlines() if " seeds, " in line)
+    assert f" {waves} wave{'' if waves == 1 else 's'} of spreading, " in graph
+    assert "steps" not in graph
+    why = STOP_REASONS[activation["stopped"]]
+    assert graph.endswith(f"lit; stopped: {why}")
+    channel = next(line for line in out.splitlines() if " candidates, " in line and "graph" in line)
+    assert channel.endswith(f"; stopped: {why}")  # the channel's note, in the same words
 
 
 @pytest.mark.slow
