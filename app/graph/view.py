@@ -213,7 +213,8 @@ class GraphView(pg.PlotWidget):
         self._guide_centre = np.asarray(centre, dtype=np.float64)
         self._guide_radii = list(radii)
         while len(self._guide_captions) < len(radii):
-            caption = pg.TextItem("", color=self.style_.guide_text, anchor=(0.5, 1.0))
+            # Centred on the ring's top: inside Fit's margin, which frames the rings.
+            caption = pg.TextItem("", color=self.style_.guide_text, anchor=(0.5, 0.5))
             caption.setFont(self._caption_font)
             caption.setZValue(-39)
             caption.hide()
@@ -247,6 +248,9 @@ class GraphView(pg.PlotWidget):
                 caption.show()
             else:
                 caption.hide()
+        rank_by = self._levels if self._levels is not None else self._base_size
+        if self._guide_radii and rank_by.size == self.graph.node_count > 0:
+            self._update_labels(rank_by, force=True)  # labels keep clear of the captions shown
 
     def set_fit_nodes(self, unit_ids: Iterable[str]) -> None:
         """What Fit frames: these nodes (a recall's lit region and packed results),
@@ -259,6 +263,11 @@ class GraphView(pg.PlotWidget):
         if self.graph.node_count == 0:
             return
         framed = self.pos[self._fit_nodes] if self._fit_nodes.size else self.pos
+        if self._guide_radii:  # and the waves' rings, drawn round them (their captions on top)
+            cx, cy = self._guide_centre
+            radii = np.array(self._guide_radii)
+            framed = np.vstack((framed, np.column_stack((cx + radii[:, 0], cy + radii[:, 1]))))
+            framed = np.vstack((framed, np.column_stack((cx - radii[:, 0], cy - radii[:, 1]))))
         low, high = framed.min(axis=0), framed.max(axis=0)
         # A margin per axis for the outermost nodes and their rings (one from the
         # wider axis left a wide picture a quarter empty above and below).
@@ -531,7 +540,7 @@ class GraphView(pg.PlotWidget):
         sizes = self._sizes if self._sizes.size == n else np.full(n, 10.0)
         discs, radii = scene[drawn], sizes[drawn] / 2 + 1.0
         middle = (self.pos.min(axis=0) + self.pos.max(axis=0)) / 2
-        placed: list[QRectF] = []
+        placed = self.caption_rects()  # a label covers no wave's caption either
         chosen: list[tuple[int, str, QPointF]] = []
         for i in ordered:
             if len(chosen) == TOP_LABELS:
@@ -603,6 +612,22 @@ class GraphView(pg.PlotWidget):
             )
             spots.append(rect)
         return spots
+
+    def caption_rects(self) -> list[QRectF]:
+        """The shown wave captions' rectangles in scene pixels (each centred on
+        the top of its ring)."""
+        vb = self.getPlotItem().getViewBox()
+        rects = []
+        metrics = QFontMetrics(self._caption_font)
+        cx, cy = self._guide_centre
+        for wave, (rx, ry) in enumerate(self._guide_radii[: max(self._guides_shown, 0)], 1):
+            if rx <= 0:
+                continue
+            at = vb.mapViewToScene(QPointF(cx, cy + ry))
+            box = metrics.boundingRect(f"wave {wave}")
+            w, h = box.width() + LABEL_PAD_X, box.height() + LABEL_PAD_Y
+            rects.append(QRectF(at.x() - w / 2, at.y() - h / 2, w, h))
+        return rects
 
     def _scene_positions(self, vb) -> np.ndarray:
         """Every node's position in scene pixels (the view maps axes linearly)."""
