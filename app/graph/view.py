@@ -125,6 +125,7 @@ class GraphView(pg.PlotWidget):
         self._guide_centre = np.zeros(2)
         self._guide_radii: list[tuple[float, float]] = []
         self._guide_captions: list[pg.TextItem] = []
+        self._caption_boxes: list[QRectF] = []  # the captions shown, in scene pixels
         self._guides_shown = -1
         self.halo = pg.ScatterPlotItem(pxMode=True, pen=s.halo_pen, brush=s.no_brush)
         self.halo.setZValue(-5)
@@ -240,14 +241,7 @@ class GraphView(pg.PlotWidget):
             self.guides.setData(np.concatenate(xs), np.concatenate(ys), connect="finite")
         else:
             self.guides.setData([], [])
-        for wave, caption in enumerate(self._guide_captions, start=1):
-            rx, ry = self._guide_radii[wave - 1] if wave <= len(self._guide_radii) else (0, 0)
-            if wave <= upto and ry > 0:
-                caption.setText(f"wave {wave}")
-                caption.setPos(cx, cy + ry)
-                caption.show()
-            else:
-                caption.hide()
+        self._place_captions()
         rank_by = self._levels if self._levels is not None else self._base_size
         if self._guide_radii and rank_by.size == self.graph.node_count > 0:
             self._update_labels(rank_by, force=True)  # labels keep clear of the captions shown
@@ -613,21 +607,33 @@ class GraphView(pg.PlotWidget):
             spots.append(rect)
         return spots
 
-    def caption_rects(self) -> list[QRectF]:
-        """The shown wave captions' rectangles in scene pixels (each centred on
-        the top of its ring)."""
+    def _place_captions(self) -> None:
+        """Caption the rings of the waves shown, each centred on its ring's top,
+        inner first; one that would overlap an inner one's is left out (in a
+        small view the rings' tops are a few pixels apart)."""
         vb = self.getPlotItem().getViewBox()
-        rects = []
         metrics = QFontMetrics(self._caption_font)
         cx, cy = self._guide_centre
-        for wave, (rx, ry) in enumerate(self._guide_radii[: max(self._guides_shown, 0)], 1):
-            if rx <= 0:
+        self._caption_boxes = []
+        for wave, caption in enumerate(self._guide_captions, start=1):
+            rx, ry = self._guide_radii[wave - 1] if wave <= len(self._guide_radii) else (0, 0)
+            rect = None
+            if wave <= self._guides_shown and ry > 0:
+                at = vb.mapViewToScene(QPointF(cx, cy + ry))
+                box = metrics.boundingRect(f"wave {wave}")
+                w, h = box.width() + LABEL_PAD_X / 2, box.height()
+                rect = QRectF(at.x() - w / 2, at.y() - h / 2, w, h)
+            if rect is None or any(rect.intersects(other) for other in self._caption_boxes):
+                caption.hide()
                 continue
-            at = vb.mapViewToScene(QPointF(cx, cy + ry))
-            box = metrics.boundingRect(f"wave {wave}")
-            w, h = box.width() + LABEL_PAD_X, box.height() + LABEL_PAD_Y
-            rects.append(QRectF(at.x() - w / 2, at.y() - h / 2, w, h))
-        return rects
+            self._caption_boxes.append(rect)
+            caption.setText(f"wave {wave}")
+            caption.setPos(cx, cy + ry)
+            caption.show()
+
+    def caption_rects(self) -> list[QRectF]:
+        """The shown wave captions' rectangles in scene pixels."""
+        return list(self._caption_boxes)
 
     def _scene_positions(self, vb) -> np.ndarray:
         """Every node's position in scene pixels (the view maps axes linearly)."""
@@ -667,7 +673,8 @@ class GraphView(pg.PlotWidget):
                 self._lod_hidden = hidden
                 for kind, curve in self.base_curves.items():
                     curve.setVisible(self._kind_visible[kind] and not hidden)
-        # Zooming changes which labels collide: place them again.
+        # Zooming changes which captions and labels collide: place them again.
+        self._place_captions()
         if self.graph.node_count:
             rank_by = self._levels if self._levels is not None else self._base_size
             self._update_labels(rank_by, force=True)

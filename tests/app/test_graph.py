@@ -775,3 +775,32 @@ def test_labels_keep_clear_of_the_wave_captions(qtbot) -> None:
     assert len(captions) == 1 and box.contains(captions[0])
     assert len(view.labelled()) >= 4
     assert not any(label.intersects(c) for label in view.label_rects() for c in captions)
+
+
+@pytest.mark.parametrize("size", [(900, 600), (260, 180)])
+def test_wave_captions_never_overlap(qtbot, size) -> None:
+    """Every wave's ring is captioned in a roomy view; in a small one (the recall
+    debugger's) the rings' tops are pixels apart and a caption that would
+    overlap an inner one is left out."""
+    w = GraphWidget()
+    qtbot.addWidget(w)
+    w.resize(*size)
+    w.show()
+    qtbot.waitExposed(w)
+    chain = [f"n{i}" for i in range(10)]  # one new node a wave: ten rings
+    graph = GraphData.build(
+        [(x, "world") for x in chain],
+        [(a, b, "causal", 0.9) for a, b in zip(chain, chain[1:], strict=False)],
+        {x: f"fact {x}" for x in chain},
+    )
+    act = rerun(graph, {"n0": 1.0}, decay=1.0, mu=MU, threshold=0.01, max_steps=9)
+    w.show_graph(graph, activation=act)
+    w.grab()
+    captions = w.view.caption_rects()
+    waves = len(act["waves"])
+    assert waves == 9 and 1 <= len(captions) <= waves
+    assert all(not a.intersects(b) for n, a in enumerate(captions) for b in captions[n + 1 :])
+    if size[0] >= 900:
+        assert len(captions) == waves
+    else:
+        assert len(captions) < waves
