@@ -50,7 +50,7 @@ from typing import Any
 import shiboken6
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal, Slot
 
-from core import CancelledError, CancelToken, Change, EngramError
+from core import STUDIO_CALLER, CancelledError, CancelToken, Change, EngramError, acting_as
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +178,8 @@ class Runner(QObject):
         # (key, mutating) -> a lock the task holds while it runs, or None: the studio's
         # server sets it so the runner and the server never work on one bank at once.
         self.lock_for: Callable[[Any, bool], AbstractContextManager | None] | None = None
+        # Who the studio's work is done as (the audit's and the journal's actor).
+        self.caller = STUDIO_CALLER
         self._signals = _Signals(self)
         queued = Qt.ConnectionType.QueuedConnection
         self._signals.done.connect(self._on_done, queued)
@@ -372,6 +374,7 @@ class Runner(QObject):
             fn = _holding(lock, fn)
         if task.latest is not None:
             fn = self._unless_superseded(task, fn)
+        fn = _acting(self.caller, fn)
         self._pool.start(_Runnable(task.id, fn, self._signals))
 
     @Slot(int, int, int, str)
@@ -439,6 +442,14 @@ class Runner(QObject):
 def _holding(lock: AbstractContextManager, fn: Callable[[], Any]) -> Callable[[], Any]:
     def run() -> Any:
         with lock:
+            return fn()
+
+    return run
+
+
+def _acting(caller: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        with acting_as(caller):
             return fn()
 
     return run

@@ -122,6 +122,7 @@ def run(options: argparse.Namespace) -> int:
         return 0
     if temporary:
         _curate(window, idle, scratch)
+        _agents(window, idle)
 
     def shoot(name: str, widget=None) -> None:
         idle()
@@ -139,6 +140,8 @@ def run(options: argparse.Namespace) -> int:
             prepare(idle)
         shoot(f"{number:02d}-{pane.slug}")
 
+    if temporary:
+        _replayed(window, idle, shoot)
     _dialogs(window, idle, shoot)
     _remote(window, idle, shoot)
 
@@ -263,6 +266,54 @@ def _curate(window, idle: Callable[[], None], scratch: Path) -> None:
     idle()
     snapshots = window.pane("snapshots")
     snapshots.side_a.setText(str(snapshot))
+
+
+# What two agents ask the demo bank, for the Activity pane's picture.
+AGENT_RECALLS = (
+    ("support-bot", "http", "Where is the Lisbon office team based?"),
+    ("support-bot", "http", "What caused the Atlas outage in June?"),
+    ("claude-desktop", "mcp", "Who leads the Beacon beta?"),
+)
+
+
+def _agents(window, idle: Callable[[], None]) -> None:
+    """Agents at work on the temporary demo: recalls and a retain under their own
+    names, as the studio's server would journal them (Activity, live marks)."""
+    from core import Caller, acting_as
+
+    bank = window.state.bank
+    for actor, transport, query in AGENT_RECALLS:
+        with acting_as(Caller(actor, transport)):
+            bank.recall(query, budget_tokens=512)
+    with acting_as(Caller("support-bot", "http")):
+        change = bank.add_memory("Priya booked the Rotterdam venue for the September offsite.")
+    window.state.broadcast(change)
+    idle()
+
+
+def _replayed(window, idle: Callable[[], None], shoot: Callable[..., None]) -> None:
+    """The recall debugger on an agent's recorded recall, replayed after a curator
+    retracted an entity it leaned on (taken back afterwards)."""
+    bank = window.state.bank
+    recalls = [e for e in bank.activity(kind="recall") if e.actor == "support-bot"]
+    if not recalls:
+        return
+    entry = recalls[-1]  # the first asked: the Lisbon office
+    debugger = window.show_pane("recall")
+    debugger.show_recorded(entry)
+    idle()
+    shoot("recall-recorded")
+    try:
+        lisbon = bank.resolve_entity("Lisbon")
+    except Exception:  # noqa: BLE001 - the demo without it: no replay to show
+        return
+    window.runner.run_op(lambda: bank.retract_entity(lisbon))
+    idle()
+    debugger.replay_now()
+    idle()
+    shoot("recall-replayed")
+    window.runner.run_op(bank.undo)
+    idle()
 
 
 def _prepare(pane, window, idle: Callable[[], None], scratch: Path, temporary: bool) -> None:

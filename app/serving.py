@@ -116,12 +116,12 @@ class StudioServer(QObject):
         served, engine, on_change = self.served, self.state.engine, self._from_server
 
         def run() -> None:
-            from core import ServedBanks, api_token, start_server
+            from core import ServedBanks, TokenRing, start_server
 
             nonlocal served
             try:
                 served = served or ServedBanks(engine, open_on_demand=False, on_change=on_change)
-                token = api_token(home)
+                token = TokenRing.for_home(home)
                 try:
                     handle = start_server(served, HOST, wanted, token)
                 except OSError:  # taken (another studio, Hindsight, engram serve)
@@ -225,22 +225,35 @@ class ServingIndicator(QToolButton):
         self.server = server
         self.clicked.connect(self.copy_address)
         server.status_changed.connect(self.update_status)
+        # Agents at work: how many requests in the last minute, and whose the last.
+        server.state.activity.pulse.connect(self.update_status)
         self.update_status()
 
     def update_status(self) -> None:
         server = self.server
+        feed = server.state.activity
+        busy = feed.requests_last_minute()
+        active = (
+            f" · {busy} request{'s' if busy != 1 else ''}/min · {feed.last_actor}" if busy else ""
+        )
         if server.running:
             address = server.url.removeprefix("http://")
             taken = f" ({server.port_wanted} was taken)" if server.fell_back else ""
-            self.setText(f"⇄ Serving · {address}{taken}")
-            self.setToolTip(server.how_to_connect() + "\n\nClick to copy the address.")
+            self.setText(f"⇄ Serving · {address}{taken}{active}")
+            last = (
+                f"\n\nIn the last minute: {busy} request(s); the last from {feed.last_actor}"
+                " (the Activity pane lists them)."
+                if busy
+                else ""
+            )
+            self.setToolTip(server.how_to_connect() + last + "\n\nClick to copy the address.")
         elif server.error:
             self.setText("⇄ Not serving (failed)")
             self.setToolTip(f"The server could not start: {server.error}")
         else:
             self.setText("⇄ Not serving")
             self.setToolTip("Turn serving on in Settings to let agents use the open bank.")
-        self.setProperty("role", "muted" if not server.running else None)
+        self.setProperty("role", "muted" if not server.running else ("busy" if busy else None))
         self.style().unpolish(self)
         self.style().polish(self)
 

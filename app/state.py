@@ -58,6 +58,10 @@ class StudioState(QObject):
         self.remotes = RemoteServers(runner, engine.home, self)
         self._bank_url = ""
         runner.changed.connect(self._on_change)
+        from app.activity_feed import ActivityFeed
+
+        # The open bank's journal as it is written: marks, the status bar, the Activity pane.
+        self.activity = ActivityFeed(self, self)
 
     @property
     def bank(self) -> Bank | None:

@@ -11,6 +11,16 @@ would have to fetch every page above a row before showing it.
 A change record that touches units marks the cached pages stale instead of
 dropping them: the view keeps showing the old rows until fresh ones arrive, so
 an edit or delete does not blank the table or lose the scroll position.
+
+A selection follows its unit, not its row number: when a fresh page shows a
+unit at another row (a write landed above it, one above it went, the order
+changed), every persistent index on it — the view's selection and current
+row — moves with it (`changePersistentIndex`), and one on a unit that is
+gone lets go. So Delete acts on the unit the person is looking at, whatever
+an agent writes meanwhile.
+
+Rows another actor just wrote are marked for a while (`marks`, the studio's
+activity feed).
 """
 
 from __future__ import annotations
@@ -23,12 +33,14 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QItemSelectionModel,
     QModelIndex,
     QPersistentModelIndex,
     Qt,
     QTimer,
     Signal,
 )
+from PySide6.QtGui import QColor
 
 from app.runner import Runner, describe
 from core import Kind
@@ -42,6 +54,7 @@ MAX_IN_FLIGHT = 2
 MAX_WANTED = 6  # pages asked for but not started; older asks are dropped (scrolled past)
 
 UnitRole = Qt.ItemDataRole.UserRole + 1
+MARK_COLOR = "#fde68a"  # a row another actor just wrote (amber, readable in both themes)
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -102,6 +115,8 @@ class UnitTableModel(QAbstractTableModel):
         self._in_flight: set[int] = set()
         self._wanted: OrderedDict[int, None] = OrderedDict()
         self.entity_names: dict[str, str] = {}
+        # The studio's activity feed (app/activity_feed.py): rows others just wrote.
+        self.marks = None
         # Every page fetched, in order; `count_fetches` counts count queries. For
         # tests and benchmarks: proof the model fetches what is seen and no more.
         self.fetches: list[int] = []
@@ -233,9 +248,17 @@ class UnitTableModel(QAbstractTableModel):
             return self._display(unit, key)
         if role == Qt.ItemDataRole.EditRole and key == "text":
             return unit.text
+        marked = self.marks is not None and self.marks.is_marked(unit.id)
+        if role == Qt.ItemDataRole.BackgroundRole and marked:
+            return QColor(MARK_COLOR)
         if role == Qt.ItemDataRole.ToolTipRole:
             if key == "text":
-                return unit.text if len(unit.text) > 80 else None
+                new = (
+                    f"New: written by {self.marks.marked_by(unit.id)} just now\n\n"
+                    if marked
+                    else ""
+                )
+                return (new + unit.text) if (new or len(unit.text) > 80) else None
             if key == "occurred":
                 return fmt_interval(unit.occurred_start, unit.occurred_end)
             if key == "entities":
@@ -418,10 +441,19 @@ class UnitTableModel(QAbstractTableModel):
 
     def _page_loaded(self, page: int, units: list[Unit]) -> None:
         self._in_flight.discard(page)
+        # Views turn their selections into persistent indexes on this signal: only
+        # then can those be moved with their units (see _follow).
+        following = bool(self.persistentIndexList())
+        if following:
+            self.layoutAboutToBeChanged.emit()
+        held = self._held_units()
         self._pages[page] = list(units)
         self._pages.move_to_end(page)
         self._stale.discard(page)
         self._evict()
+        if following:
+            self._follow(held, page)
+            self.layoutChanged.emit()
         first = page * PAGE_SIZE
         last = min(first + len(units), self._rows) - 1
         if last >= first:
@@ -429,6 +461,73 @@ class UnitTableModel(QAbstractTableModel):
         self.page_loaded.emit(page)
         if self._wanted:
             self._flush()
+
+    # -- a selection follows its unit ------------------------------------------
+
+    def _held_units(self) -> list[tuple[QPersistentModelIndex, str]]:
+        """Each persistent index (a view's selection, its current row) and the unit
+        it stands on now."""
+        held = []
+        for index in self.persistentIndexList():
+            unit = self.unit_at(index.row())
+            if unit is not None:
+                held.append((QPersistentModelIndex(index), unit.id))
+        return held
+
+    def _follow(self, held: list[tuple[QPersistentModelIndex, str]], page: int) -> None:
+        """After `page` was read afresh (between layoutAboutToBeChanged and
+        layoutChanged): move every persistent index to where its unit is now; let
+        go of one whose unit is nowhere to be seen."""
+        moves = []
+        for index, unit_id in held:
+            if not index.isValid():
+                continue
+            row = index.row()
+            here = self.unit_at(row)
+            if here is not None and here.id == unit_id:
+                continue
+            fresh = self._row_in(unit_id, fresh=True)
+            if fresh is None and row // PAGE_SIZE != page:
+                continue  # its page is not read afresh yet: it still shows it
+            target = fresh if fresh is not None else self._row_in(unit_id, fresh=False)
+            moves.append((index, target))
+        for index, target in moves:
+            column = index.column()
+            new = self.index(target, column) if target is not None else QModelIndex()
+            self.changePersistentIndex(QModelIndex(index), new)
+
+    def _row_in(self, unit_id: str, *, fresh: bool) -> int | None:
+        for number, units in self._pages.items():
+            if (number in self._stale) == fresh:
+                continue
+            for i, unit in enumerate(units):
+                if unit.id == unit_id:
+                    return number * PAGE_SIZE + i
+        return None
+
+    def select_ids(self, selection: QItemSelectionModel, ids: Sequence[str]) -> int:
+        """Select the rows of `ids` that are cached; returns how many."""
+        rows = sorted(r for r in (self.row_of(i) for i in ids) if r is not None)
+        flags = (
+            QItemSelectionModel.SelectionFlag.ClearAndSelect
+            | QItemSelectionModel.SelectionFlag.Rows
+        )
+        for n, row in enumerate(rows):
+            index = self.index(row, 0)
+            if n == 0:
+                selection.setCurrentIndex(index, flags)
+            else:
+                selection.select(
+                    index,
+                    QItemSelectionModel.SelectionFlag.Select
+                    | QItemSelectionModel.SelectionFlag.Rows,
+                )
+        return len(rows)
+
+    def mark_all(self) -> None:
+        """The marks changed: repaint what is shown."""
+        if self._rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(self._rows - 1, len(COLUMNS) - 1))
 
     def _evict(self) -> None:
         while len(self._pages) > MAX_PAGES:

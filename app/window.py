@@ -618,7 +618,48 @@ class MainWindow(QMainWindow):
             timeline = getattr(pane, "timeline_requested", None)
             if timeline is not None:  # the entity map's click-through
                 timeline.connect(self.show_opinion_timeline)
+            recall = getattr(pane, "recall_requested", None)
+            if recall is not None:  # the Activity pane's click-through
+                recall.connect(self.show_recorded_recall)
+                pane.change_requested.connect(self.show_change)
         return pane
+
+    def show_recorded_recall(self, entry) -> None:
+        """The recall debugger, on the trace a journaled recall gave its caller."""
+        self.show_pane("recall").show_recorded(entry)
+
+    def show_change(self, change) -> None:
+        """What a write produced, selected where it is shown: its units in their
+        network's pane (only they listed), else its documents."""
+        bank = self.state.bank
+        if bank is None:
+            return
+        units = change.added.get(Kind.UNIT) or change.updated.get(Kind.UNIT) or frozenset()
+        documents = change.added.get(Kind.DOCUMENT) or change.updated.get(Kind.DOCUMENT) or ()
+        if not units:
+            if documents:
+                self.show_pane("documents").select_document(sorted(documents)[0])
+            return
+        ids = sorted(units)
+
+        def read() -> dict[str, list[str]]:
+            found: dict[str, list[str]] = {}
+            for unit in bank.units(None, ids=ids, status=None, limit=None):
+                found.setdefault(str(unit.network), []).append(unit.id)
+            return found
+
+        def shown(by_network: dict[str, list[str]]) -> None:
+            if not by_network:
+                self.statusBar().showMessage("What it wrote is no longer in the bank.", 6000)
+                return
+            network = max(by_network, key=lambda n: len(by_network[n]))
+            self.show_pane(network).show_only(by_network[network])
+            others = {n: len(v) for n, v in by_network.items() if n != network}
+            if others:
+                more = ", ".join(f"{c} in {n}" for n, c in others.items())
+                self.statusBar().showMessage(f"It also wrote {more}.", 8000)
+
+        self.runner.run_query(read, shown, key=bank)
 
     def show_opinion_timeline(self, entity: str) -> None:
         """The Opinion timelines pane, filtered to one entity's opinions."""

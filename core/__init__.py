@@ -14,6 +14,10 @@ from __future__ import annotations
 from core.lazy import lazy_exports
 
 _EXPORTS = {
+    "ACTIVITY_KINDS": "core.vocabulary",
+    "ActivityEntry": "core.journal",
+    "ActivityNotFoundError": "core.journal",
+    "RecallReplay": "core.recall.replay",
     "activation_params": "core.recall.settings",
     "adjacency": "core.recall.activation",
     "api_token": "core.server",
@@ -25,6 +29,10 @@ _EXPORTS = {
     "BankNotFoundError": "core.types",
     "BankRenamedError": "core.types",
     "BankProfile": "core.types",
+    "Caller": "core.context",
+    "acting_as": "core.context",
+    "current_caller": "core.context",
+    "STUDIO_CALLER": "core.context",
     "CancelledError": "core.types",
     "CancelToken": "core.progress",
     "Change": "core.types",
@@ -103,6 +111,8 @@ _EXPORTS = {
     "stopped_by_disk": "core.store.failures",
     "system_prompt": "core.reflect",
     "token_file": "core.server.token",
+    "TokenRing": "core.server",
+    "transfer_path": "core.store.transfers",
     "Turn": "core.types",
     "Unit": "core.types",
     "UnitFilter": "core.store.units",

@@ -6,15 +6,25 @@ Every mutating method returns a `Change` naming what it touched, so callers
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.activity import Activity, journaled
 from core.config import DEFAULTS, checked_changes, stored_config
 from core.handle import BankHandle, validated
+from core.journal import (
+    CURATE,
+    RECALL,
+    REFLECT,
+    RETAIN,
+    ActivityEntry,
+    ActivityNotFoundError,
+)
+from core.journal import KINDS as ACTIVITY_KINDS
 from core.limits import BACKGROUND_CHARS, NAME_CHARS, FieldError, check_text
 from core.progress import CancelToken, Progress, check, report
 from core.store.bank_store import BankStore, utcnow
@@ -31,6 +41,7 @@ from core.types import (
     Change,
     Disposition,
     EngramError,
+    InvalidInputError,
     Kind,
     Network,
     NewUnit,
@@ -45,6 +56,7 @@ if TYPE_CHECKING:
     from core.curate.retract import RetractPreview
     from core.engine import Engine
     from core.providers.llm import LanguageModel
+    from core.recall.replay import RecallReplay
     from core.recall.result import RecallResult
     from core.reflect.values import Comparison, OpinionChange, OpinionTrajectory, Reflection
     from core.retain.documents import StoredDocument
@@ -68,6 +80,10 @@ class Bank:
         self.store = store
         # What the operations below are given: never this Bank, nor the Engine.
         self.handle = BankHandle(folder, store, lambda: engine.embedder, engine.language_model)
+        # The activity journal: every @journaled method below records who asked and
+        # what it did (core/activity.py); purge reaches it through the handle.
+        self._activity = Activity(self.handle)
+        self.handle.journal = self._activity.journal
 
     # -- identity and profile -----------------------------------------------
 
@@ -89,6 +105,7 @@ class Bank:
         setting, a damaged value): ignored when read, dropped when saved again."""
         return self.handle.read_profile()[1]
 
+    @journaled(CURATE)
     def set_profile(
         self,
         *,
@@ -135,6 +152,7 @@ class Bank:
         kept = stored.get("config")
         return dict(kept) if isinstance(kept, dict) else {}
 
+    @journaled(CURATE)
     def reset_config(self) -> Change:
         """Every setting back to its default (the disposition and background stay)."""
         stored, _ = self.handle.stored_profile()
@@ -155,6 +173,7 @@ class Bank:
 
     # -- units ---------------------------------------------------------------
 
+    @journaled(RETAIN)
     def add_units(
         self,
         units: Sequence[NewUnit],
@@ -234,6 +253,7 @@ class Bank:
 
         return tag_counts(self.store.reader(), q, offset, limit)
 
+    @journaled(CURATE)
     def edit_unit(
         self,
         unit_id: str,
@@ -244,7 +264,6 @@ class Bank:
         occurred_end: datetime | None = UNSET,
         confidence: float | None = UNSET,
         entity_ids: Sequence[str] | None = None,
-        actor: str = "user",
     ) -> Change:
         """Change a unit in place: a new text is re-embedded and re-indexed; new
         text, time or entities re-link it. Audited, undoable (core/curate)."""
@@ -259,15 +278,16 @@ class Bank:
             occurred_end=occurred_end,
             confidence=confidence,
             entity_ids=entity_ids,
-            actor=actor,
         )
 
-    def delete_units(self, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+    @journaled(CURATE)
+    def delete_units(self, unit_ids: Sequence[str]) -> Change:
         """Delete units with their mentions, links and opinion events. Audited, undoable."""
         from core.curate.units import delete_units
 
-        return delete_units(self.handle, unit_ids, actor=actor)
+        return delete_units(self.handle, unit_ids)
 
+    @journaled(CURATE)
     def add_memory(
         self,
         text: str,
@@ -277,7 +297,6 @@ class Bank:
         occurred_end: datetime | None = None,
         confidence: float | None = None,
         entity_ids: Sequence[str] = (),
-        actor: str = "user",
     ) -> Change:
         """Add one memory by hand (embedded, indexed, linked); audited, undoable.
         Its id is in `change.added[Kind.UNIT]`."""
@@ -291,27 +310,25 @@ class Bank:
             occurred_end=occurred_end,
             confidence=confidence,
             entity_ids=entity_ids,
-            actor=actor,
         )
 
-    def hide_units(
-        self, unit_ids: Sequence[str], *, actor: str = "user", reason: str | None = None
-    ) -> Change:
+    @journaled(CURATE)
+    def hide_units(self, unit_ids: Sequence[str], *, reason: str | None = None) -> Change:
         """Hide facts from recall, reflect and the default views without deleting
         them (what was derived from them follows); audited (with `reason`), undoable."""
         from core.curate.memories import set_hidden
 
-        return set_hidden(self.handle, unit_ids, True, actor=actor, reason=reason)
+        return set_hidden(self.handle, unit_ids, True, reason=reason)
 
-    def unhide_units(
-        self, unit_ids: Sequence[str], *, actor: str = "user", reason: str | None = None
-    ) -> Change:
+    @journaled(CURATE)
+    def unhide_units(self, unit_ids: Sequence[str], *, reason: str | None = None) -> Change:
         from core.curate.memories import set_hidden
 
-        return set_hidden(self.handle, unit_ids, False, actor=actor, reason=reason)
+        return set_hidden(self.handle, unit_ids, False, reason=reason)
 
     # -- retain (core/retain) ------------------------------------------------
 
+    @journaled(RETAIN)
     def ingest(
         self,
         source: str | Path | Document | Sequence[Document],
@@ -337,6 +354,7 @@ class Bank:
             self.handle, source, format, mode, force, progress, cancel, llm, replace=replace
         )
 
+    @journaled(RETAIN)
     def append_turns(
         self,
         document_id: str,
@@ -354,6 +372,7 @@ class Bank:
 
         return append(self.handle, document_id, turns, mode, progress, cancel, llm)
 
+    @journaled(RETAIN)
     def process_jobs(
         self,
         llm: LanguageModel | None = None,
@@ -366,6 +385,7 @@ class Bank:
 
         return process_jobs(self.handle, llm, limit, progress, cancel)
 
+    @journaled(RETAIN)
     def rebuild_observations(
         self,
         *,
@@ -409,15 +429,17 @@ class Bank:
 
         return document_preview(self.handle, document_id)
 
-    def delete_document(self, document_id: str, *, actor: str = "user") -> Change:
+    @journaled(CURATE)
+    def delete_document(self, document_id: str) -> Change:
         """Delete an ingested document with everything derived only from it: its
         turns, the units extracted from it (mentions, links), opinion steps it was
         evidence for (those opinions' confidence replayed), entities only it
         mentioned; observations that quoted it are rebuilt. Audited, undoable."""
         from core.curate.documents import delete_document
 
-        return delete_document(self.handle, document_id, actor=actor)
+        return delete_document(self.handle, document_id)
 
+    @journaled(RETAIN)
     def reingest_document(
         self,
         document_id: str,
@@ -542,6 +564,7 @@ class Bank:
 
     # -- recall (core/recall) ------------------------------------------------
 
+    @journaled(RECALL)
     def recall(
         self,
         query: str,
@@ -593,6 +616,7 @@ class Bank:
 
     # -- reflect and opinions (core/reflect) ---------------------------------
 
+    @journaled(REFLECT)
     def reflect(
         self,
         query: str,
@@ -618,6 +642,7 @@ class Bank:
             self.handle, query, disposition, budget_tokens, commit, llm, now=now, asked=asked
         )
 
+    @journaled(REFLECT)
     def compare(
         self,
         query: str,
@@ -649,6 +674,7 @@ class Bank:
             if choice is not None:
                 choice.close()
 
+    @journaled(REFLECT)
     def commit_reflection(self, reflection: Reflection, *, apply_opinions: bool = True) -> Change:
         """Keep a reflection (from `compare` or `reflect(commit=False)`) and apply
         exactly its opinions."""
@@ -703,13 +729,12 @@ class Bank:
 
     # -- curation (core/curate) ----------------------------------------------
 
-    def rename_entity(
-        self, entity_id: str, name: str, *, keep_alias: bool = True, actor: str = "user"
-    ) -> Change:
+    @journaled(CURATE)
+    def rename_entity(self, entity_id: str, name: str, *, keep_alias: bool = True) -> Change:
         """Rename an entity; the old name stays an alias unless keep_alias=False."""
         from core.curate.entities import rename_entity
 
-        return rename_entity(self.handle, entity_id, name, keep_alias=keep_alias, actor=actor)
+        return rename_entity(self.handle, entity_id, name, keep_alias=keep_alias)
 
     def merge_hints(self) -> list[MergeHint]:
         """Pairs of entities that may be one (a name inside the other, a near
@@ -719,13 +744,15 @@ class Bank:
 
         return merge_hints(self.store.reader())
 
-    def merge_entities(self, source_id: str, target_id: str, *, actor: str = "user") -> Change:
+    @journaled(CURATE)
+    def merge_entities(self, source_id: str, target_id: str) -> Change:
         """Merge `source_id` into `target_id`: mentions, links, opinions and
         observations follow; the source's name becomes an alias of the target."""
         from core.curate.entities import merge_entities
 
-        return merge_entities(self.handle, source_id, target_id, actor=actor)
+        return merge_entities(self.handle, source_id, target_id)
 
+    @journaled(CURATE)
     def split_entity(
         self,
         entity_id: str,
@@ -733,13 +760,12 @@ class Bank:
         name: str,
         *,
         type: str | None = None,
-        actor: str = "user",
     ) -> Change:
         """Move the mentions by `unit_ids` to a new entity `name` (its id is in
         `change.added[Kind.ENTITY]`)."""
         from core.curate.entities import split_entity
 
-        return split_entity(self.handle, entity_id, unit_ids, name, type=type, actor=actor)
+        return split_entity(self.handle, entity_id, unit_ids, name, type=type)
 
     def retract_preview(self, entity_id: str) -> RetractPreview:
         """How many units, opinions, observations, links and source turns an
@@ -748,24 +774,26 @@ class Bank:
 
         return retract_preview(self.handle, entity_id)
 
-    def retract_entity(self, entity_id: str, *, actor: str = "user") -> Change:
+    @journaled(CURATE)
+    def retract_entity(self, entity_id: str) -> Change:
         """Hide the entity and every unit derived from it from recall, reflect and
         the default views; reversible (restore_entity, undo)."""
         from core.curate.retract import retract_entity
 
-        return retract_entity(self.handle, entity_id, actor=actor)
+        return retract_entity(self.handle, entity_id)
 
-    def restore_entity(self, entity_id: str, *, actor: str = "user") -> Change:
+    @journaled(CURATE)
+    def restore_entity(self, entity_id: str) -> Change:
         from core.curate.retract import restore_entity
 
-        return restore_entity(self.handle, entity_id, actor=actor)
+        return restore_entity(self.handle, entity_id)
 
+    @journaled(CURATE)
     def purge_entity(
         self,
         entity_id: str,
         *,
         confirm: bool = False,
-        actor: str = "user",
         progress: Progress | None = None,
     ) -> Change:
         """Remove the entity and everything derived from it for good, from every
@@ -774,18 +802,20 @@ class Bank:
         and keep it (see `exports`). THIS CANNOT BE UNDONE: confirm=True."""
         from core.curate.purge import purge_entity
 
-        return purge_entity(self.handle, entity_id, confirm=confirm, actor=actor, progress=progress)
+        return purge_entity(self.handle, entity_id, confirm=confirm, progress=progress)
 
-    def undo(self, *, actor: str = "user") -> Change:
+    @journaled(CURATE)
+    def undo(self) -> Change:
         """Take back the latest curation action (not a purge); EngramError if none."""
         from core.curate.undo import undo
 
-        return undo(self.handle, actor=actor)
+        return undo(self.handle)
 
-    def redo(self, *, actor: str = "user") -> Change:
+    @journaled(CURATE)
+    def redo(self) -> Change:
         from core.curate.undo import redo
 
-        return redo(self.handle, actor=actor)
+        return redo(self.handle)
 
     def audit(
         self,
@@ -807,6 +837,85 @@ class Bank:
             target=target,
             actor=actor,
         )
+
+    # -- the activity journal (core/journal) ---------------------------------
+
+    def activity(
+        self,
+        *,
+        actor: str | None = None,
+        kind: str | None = None,
+        operation: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        before: int | None = None,
+        limit: int = 100,
+    ) -> list[ActivityEntry]:
+        """What was done to the bank, newest first: who (actor, transport), what,
+        how it went, how long it took, the change it made. `before`: the next page
+        after one that ended at that id. Entries come without their detail."""
+        if kind is not None and kind not in ACTIVITY_KINDS:
+            raise InvalidInputError(
+                f"kind must be one of {', '.join(ACTIVITY_KINDS)}; got {kind!r}"
+            )
+        return self._activity.journal.entries(
+            actor=actor,
+            kind=kind,
+            operation=operation,
+            since=since,
+            until=until,
+            before=before,
+            limit=limit,
+        )
+
+    def activity_entry(self, entry_id: int) -> ActivityEntry:
+        """One entry with its detail: for a recall, the whole result the caller got
+        (`recorded_recall` rebuilds it). EngramError if there is none."""
+        found = self._activity.journal.entry(int(entry_id))
+        if found is None:
+            raise ActivityNotFoundError(f"no activity entry {entry_id} in bank {self.name!r}")
+        return found
+
+    def activity_actors(self) -> list[str]:
+        """Every actor the journal names, most recent first."""
+        return self._activity.journal.actors()
+
+    def activity_usage(self) -> tuple[int, int]:
+        """(entries kept, bytes they take): what `journal.keep_mb` bounds."""
+        return self._activity.journal.usage()
+
+    def watch_activity(self, listener: Callable[[ActivityEntry], None]) -> Callable[[], None]:
+        """Call `listener(entry)` for each entry recorded from now on, on the thread
+        that recorded it (keep it quick). Returns the function that stops it."""
+        return self._activity.journal.subscribe(listener)
+
+    def prune_activity(self) -> int:
+        """Apply the journal's retention now (it is also applied in the background)."""
+        return self._activity.journal.prune()
+
+    def recorded_recall(self, entry_id: int) -> RecallResult:
+        """The result a journaled recall gave, exactly as its caller got it."""
+        from core.recall.result import RecallResult
+
+        entry = self.activity_entry(entry_id)
+        if entry.operation != "recall" or not entry.detail:
+            why = "its details were removed by a purge" if entry.redacted else "it kept no result"
+            if entry.operation != "recall":
+                why = f"it is a {entry.operation}, not a recall"
+            raise EngramError(f"activity entry {entry_id} cannot be replayed: {why}")
+        return RecallResult.from_dict(entry.detail)
+
+    def replay_recall(self, entry_id: int) -> RecallReplay:
+        """Run a journaled recall again, with the same arguments, against the bank as
+        it is now, and say what changed (facts gained, lost, moved; tokens). Counts
+        no access: a replay is an inspection."""
+        from core.recall.replay import compare_recalls
+
+        entry = self.activity_entry(entry_id)
+        recorded = self.recorded_recall(entry_id)
+        arguments = replay_arguments(entry.arguments, recorded)
+        replayed = self.recall(**arguments, count_access=False)
+        return compare_recalls(recorded, replayed, entry_id=entry.id, arguments=arguments)
 
     # -- snapshots (core/snapshot) -------------------------------------------
 
@@ -849,6 +958,7 @@ class Bank:
     def verify(self) -> VerifyReport:
         return self.store.verify()
 
+    @journaled(CURATE)
     def repair(self, *, rebuild: bool = False) -> VerifyReport:
         """Re-derive the indexes where they disagree with DuckDB; with `rebuild`,
         rebuild both indexes from scratch first (no old version or stale segment
@@ -869,7 +979,10 @@ class Bank:
 
     def close(self) -> None:
         self.engine._forget(self)
-        self.store.close()
+        try:
+            self._activity.close()  # what it has queued is committed first
+        finally:
+            self.store.close()
 
     @property
     def closed(self) -> bool:
@@ -883,3 +996,34 @@ class Bank:
 
     def __repr__(self) -> str:
         return f"Bank({self.name!r})"
+
+
+# What a replay may pass on to recall, as the journal kept it.
+REPLAYED = (
+    "budget_tokens",
+    "networks",
+    "now",
+    "level",
+    "channels",
+    "start",
+    "end",
+    "observation_budget",
+    "settings",
+    "reranker",
+)
+
+
+def replay_arguments(kept: Mapping[str, Any], recorded: RecallResult) -> dict[str, Any]:
+    """The recall's own arguments again: the query from its result (never cut), the
+    times as datetimes, a reranker only when it was named (an object is not kept)."""
+    arguments: dict[str, Any] = {"query": recorded.query}
+    for key in REPLAYED:
+        value = kept.get(key)
+        if value is None:
+            continue
+        if key in ("now", "start", "end") and isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        if key == "reranker" and value not in ("heuristic", "none"):
+            continue
+        arguments[key] = value
+    return arguments

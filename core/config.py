@@ -208,6 +208,18 @@ class RecallSettings(_Section):
     )
 
 
+class JournalSettings(_Section):
+    """`journal.*`: the activity journal (who did what; every recall with its trace)."""
+
+    record: bool = _field(
+        True, "Journal every operation: who asked, how it went, and each recall's trace."
+    )
+    keep_days: Number = _field(30.0, "Days journal entries are kept (0: no age limit).", ge=0)
+    keep_mb: Number = _field(
+        100.0, "Megabytes the journal's entries may take; the oldest go first (0: no limit).", ge=0
+    )
+
+
 class EngineFields(_Section):
     """The engine's settings (settings.json): the language model every bank shares."""
 
@@ -230,7 +242,11 @@ class EngineFields(_Section):
     )
 
 
-BANK_SECTIONS: dict[str, type[_Section]] = {"retain": RetainSettings, "recall": RecallSettings}
+BANK_SECTIONS: dict[str, type[_Section]] = {
+    "retain": RetainSettings,
+    "recall": RecallSettings,
+    "journal": JournalSettings,
+}
 # Names a bank once stored that no version reads any more: dropped with a note.
 RETIRED: dict[str, str] = {
     "reranker_model_path": "the cross-encoder is set per bank (recall.cross_encoder_path)",

@@ -31,6 +31,7 @@ from core.types import (
 )
 
 if TYPE_CHECKING:
+    from core.journal import Journal
     from core.providers.embedder import Embedder
     from core.providers.llm import LanguageModel
     from core.store.bank_store import BankStore
@@ -46,6 +47,8 @@ class BankHandle:
     ) -> None:
         self.folder = folder
         self.store = store
+        # The bank's activity journal (set by Bank): a purge scrubs it too.
+        self.journal: Journal | None = None
         self._id: str | None = None
         self._embedder = embedder
         self._language_model = language_model

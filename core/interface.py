@@ -83,6 +83,10 @@ BANK = {
         read("unit", "Unit"),
         read("units", "list[Unit]"),
         read("count", "int"),
+        read("units_by_id", "dict[str, Unit]"),
+        read("count_tokens", "list[int]"),
+        read("memories_timeseries", "list[tuple[datetime, dict[str, int]]]"),
+        read("tag_counts", "tuple[list[tuple[str, int]], int]"),
         write("edit_unit", "Change"),
         write("delete_units", "Change"),
         write("add_memory", "Change"),
@@ -90,6 +94,7 @@ BANK = {
         write("unhide_units", "Change"),
         # retain
         write("ingest", "IngestReport", **LONG, llm=True, transfer=UPLOAD),
+        write("append_turns", "IngestReport", **LONG, llm=True),
         write("process_jobs", "JobsReport", **LONG, llm=True),
         write("rebuild_observations", "JobsReport | None", **LONG),
         read("pending_jobs", "int"),
@@ -101,6 +106,8 @@ BANK = {
         write("reingest_document", "IngestReport", **LONG, llm=True),
         read("turns", "list[Turn]"),
         read("provenance", "list[Turn]"),
+        read("sources", "dict[str, list[Turn]]"),
+        read("observation_sources", "dict[str, list[str]]"),
         # entities, links, opinions
         read("entities", "list[Entity]"),
         read("entity_comentions", "list[tuple[str, str, int]]"),
@@ -120,6 +127,7 @@ BANK = {
         # reflect and opinions
         write("reflect", "Reflection", llm=True),
         read("compare", "Comparison", llm=True),
+        read("structured_output", "tuple[dict[str, Any] | None, str | None]", llm=True),
         write("commit_reflection", "Change"),
         read("reflections", "list[Reflection]"),
         read("reflection", "Reflection"),
@@ -139,6 +147,16 @@ BANK = {
         write("undo", "Change"),
         write("redo", "Change"),
         read("audit", "list[AuditEntry]"),
+        # the activity journal: what was done, by whom (its own file: no bank write)
+        read("activity", "list[ActivityEntry]"),
+        read("activity_entry", "ActivityEntry"),
+        read("activity_actors", "list[str]"),
+        read("activity_usage", "tuple[int, int]"),
+        read("recorded_recall", "RecallResult"),
+        read("replay_recall", "RecallReplay"),
+        write("prune_activity", "int"),
+        # a listener is called on the recording thread; remotely: the activity stream
+        read("watch_activity", "Callable[[], None]", transfer=LOCAL),
         # snapshots: an export records itself in the bank (`exports`), so it writes
         write("export_snapshot", "Manifest", **LONG, transfer=DOWNLOAD),
         read("exports", "list[ExportRecord]"),
@@ -174,6 +192,9 @@ ENGINE = {
 READS = frozenset(op.name for op in BANK.values() if op.routed and not op.writes)
 WRITES = frozenset(op.name for op in BANK.values() if op.routed and op.writes)
 
+# Names of unions the annotations use, as the types they stand for.
+TYPE_ALIASES = {"TagScope": "TagFilter | TagGroup"}
+
 # Every value type that crosses the wire: name -> "module:attribute", imported only
 # when a value of that type arrives. tests/core/test_interface.py walks every
 # declared operation's annotations and fails on a type missing here.
@@ -192,6 +213,8 @@ VALUE_TYPES = {
         "core.retain.entities": "EntityDecision",
         "core.retain.opinions": "OpinionEvent Relation",
         "core.curate.audit": "AuditEntry",
+        "core.journal.entry": "ActivityEntry",
+        "core.recall.replay": "RecallReplay Move",
         "core.curate.documents": "DocumentPreview",
         "core.curate.retract": "RetractPreview PreviewFact",
         "core.curate.hints": "MergeHint",
@@ -200,6 +223,7 @@ VALUE_TYPES = {
         "Comparison TrajectoryStep OpinionTrajectory OpinionChange",
         "core.snapshot.archive": "Manifest Member",
         "core.snapshot.export": "ExportRecord",
+        "core.tags": "TagFilter TagGroup",
     }.items()
     for name in names.split()
 }

@@ -142,6 +142,7 @@ class Unit:
     tags: tuple[str, ...] = ()  # its source turns' tags (core/tags.py)
     # Left out of the hash (a dict has none), so values holding it stay hashable.
     metadata: Mapping[str, str] = field(default_factory=dict, hash=False)
+    created_by: str = ""  # the actor whose request wrote it ("" before schema 8)
 
 
 @dataclass(frozen=True)

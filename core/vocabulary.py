@@ -1,5 +1,5 @@
 """The engine's words, each listed once: the four networks, the link kinds,
-recall's channels and its budget levels.
+recall's channels and its budget levels, the kinds of operation the journal records.
 
 The CLI, the server, recall and the studio all read these (through `core`'s
 public face), so a new channel or link kind is added here and nowhere else.
@@ -22,6 +22,9 @@ CHANNEL_TITLES: dict[str, str] = {
     "temporal": "Temporal",
 }
 CHANNELS: tuple[str, ...] = tuple(CHANNEL_TITLES)
+
+# What the activity journal calls each kind of operation (its filters' choices).
+ACTIVITY_KINDS: tuple[str, ...] = ("recall", "retain", "reflect", "curate")
 
 # Candidates each channel returns, by budget level.
 LEVELS: dict[str, int] = {"low": 20, "mid": 50, "high": 150}

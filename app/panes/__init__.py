@@ -70,6 +70,7 @@ PANES: list[PaneSpec] = [
     PaneSpec("ingest", "Ingest", _pane("app.panes.ingest", "IngestPane")),
     PaneSpec("documents", "Documents", _pane("app.panes.documents", "DocumentsPane")),
     PaneSpec("snapshots", "Snapshots", _pane("app.panes.snapshots", "SnapshotsPane")),
+    PaneSpec("activity", "Activity", _pane("app.panes.activity", "ActivityPane")),
     PaneSpec("audit", "Audit", _pane("app.panes.audit", "AuditPane")),
     PaneSpec("settings", "Settings", _pane("app.panes.settings", "SettingsPane")),
 ]

@@ -1,7 +1,9 @@
 """Audit: every curation action (who, when, what), newest first, with undo and redo.
 
-Undo and redo act on the latest action, as the engine defines them; entries
-that cannot be undone (purges) say so.
+Who is the actor of the request that did it: the studio, the CLI, or an agent
+by its API token's name; the list filters by it. Undo and redo act on the
+latest action, as the engine defines them; entries that cannot be undone
+(purges) say so. A selection stays on its entry as new ones arrive above it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QPushButton,
@@ -68,7 +71,13 @@ class AuditPane(Pane):
         self.redo_button.setToolTip("Redo what was undone (Ctrl+Shift+Z)")
         self.redo_button.clicked.connect(lambda: self._curation("redo"))
         self.count_label = muted_label()
+        self.actor = QComboBox()
+        self.actor.setObjectName("audit-actor")
+        self.actor.addItem("Everyone", "")
+        self.actor.setToolTip("Only this actor's actions (the studio, the CLI, an agent's token)")
+        self.actor.currentIndexChanged.connect(lambda _: self.refresh())
         row = QHBoxLayout()
+        row.addWidget(self.actor)
         row.addWidget(self.count_label, 1)
         row.addWidget(self.undo_button)
         row.addWidget(self.redo_button)
@@ -79,6 +88,11 @@ class AuditPane(Pane):
         self.set_bank(state.bank)
 
     def set_bank(self, bank: Bank | None) -> None:
+        self.actor.blockSignals(True)
+        self.actor.setCurrentIndex(0)
+        while self.actor.count() > 1:
+            self.actor.removeItem(1)
+        self.actor.blockSignals(False)
         self._show([])
         if bank is None:
             self._empty(self.no_bank_text())
@@ -94,12 +108,33 @@ class AuditPane(Pane):
         bank = self.bank
         if bank is None:
             return
+        actor = self.actor.currentData() or None
+
+        def read() -> tuple[list[AuditEntry], list[AuditEntry]]:
+            shown = bank.audit(limit=LIMIT, actor=actor)
+            return shown, shown if actor is None else bank.audit(limit=LIMIT)
+
         self.state.runner.run_query(
-            lambda: bank.audit(limit=LIMIT), self._loaded, key=bank, latest=(self, "list")
+            read, lambda got: self._loaded(*got), key=bank, latest=(self, "list")
         )
 
-    def _loaded(self, entries: list[AuditEntry]) -> None:
+    def selected_seq(self) -> int | None:
+        row = self.table.currentRow()
+        return self.entries[row].seq if 0 <= row < len(self.entries) else None
+
+    def _loaded(self, entries: list[AuditEntry], every: list[AuditEntry]) -> None:
+        kept = self.selected_seq()
+        known = {self.actor.itemData(i) for i in range(self.actor.count())}
+        for who in dict.fromkeys(e.actor for e in every):
+            if who not in known:
+                self.actor.addItem(who, who)
         self._show(entries)
+        rows = [i for i, e in enumerate(entries) if e.seq == kept]
+        if rows:  # on its entry, wherever the new ones put it
+            self.table.selectRow(rows[0])
+        else:  # never on another entry that took its row
+            self.table.clearSelection()
+            self.table.setCurrentCell(-1, -1)
         if not entries:
             self._empty(
                 "No curation actions yet.<br>Edits, deletes, renames, merges, splits and "

@@ -243,7 +243,7 @@ class UnitDetail(QWidget):
         self.hide_button.setText("Unhide" if status == "hidden" else "Hide")
         # Retracted and stale units come back with their entity or their rebuild.
         self.hide_button.setEnabled(status in ("active", "hidden"))
-        self.fields["created"].setText(fmt_time(unit.created_at))
+        self.fields["created"].setText(created_text(unit))
         self.fields["updated"].setText(fmt_time(unit.updated_at))
         self.fields["accessed"].setText(recalled_text(unit))
         self._load_extras(unit)
@@ -536,6 +536,12 @@ def links_html(
                 f"&nbsp;&nbsp;<span style='color:gray'>and {len(group) - LINKS_PER_KIND} more</span>"
             )
     return "<br>".join(parts)
+
+
+def created_text(unit: Unit) -> str:
+    """ "2026-12-01 18:40 · by support-bot": when, and by whom (the request's actor)."""
+    by = f" · by {unit.created_by}" if unit.created_by else ""
+    return fmt_time(unit.created_at) + by
 
 
 def metadata_text(metadata: dict[str, str]) -> str:

@@ -51,7 +51,7 @@ from core import INGEST_MODES, Kind
 if TYPE_CHECKING:
     from core import Bank, Change, DocumentPreview
 
-HEADERS = ["Title", "Turns", "Units", "Extracted by", "Ingested", "Tags"]
+HEADERS = ["Title", "Turns", "Units", "Extracted by", "Retained by", "Ingested", "Tags"]
 
 
 class DeleteDocumentDialog(QDialog):
@@ -210,6 +210,7 @@ class DocumentsPane(Pane):
                 f"{d.turns:,}",
                 f"{d.units:,}",
                 (d.extraction_mode or "") + (f" · partial ({partial} failed)" if partial else ""),
+                d.created_by,
                 fmt_time(d.created_at),
                 ", ".join(d.tags),
             )
@@ -295,6 +296,7 @@ class DocumentsPane(Pane):
         self.info.setText(
             f"{document.turns:,} turns · {document.units:,} units · "
             f"{document.extraction_mode or '?'}{model} · ingested {fmt_time(document.created_at)}"
+            + (f" by {document.created_by}" if document.created_by else "")
             + (f"\n{document.source_path}" if document.source_path else "")
             + (f"\nTags: {', '.join(document.tags)}" if document.tags else "")
             + (f"\nMetadata: {metadata_line(document.metadata)}" if document.metadata else "")

@@ -90,11 +90,25 @@ class NetworkPane(Pane):
         self.model.page_loaded.connect(self._page_loaded)
         # A reset clears the selection without selectionChanged: update the buttons.
         self.model.modelReset.connect(self._update_actions)
+        # A new order or filter reads the rows again: what was selected is selected
+        # again where it is now (the model moves a selection itself on a refresh).
+        self._reselect: list[str] = []
+        self.model.modelAboutToBeReset.connect(self._hold_selection)
+        # Rows another actor just wrote are marked for a while.
+        self.model.marks = state.activity
+        state.activity.marks_changed.connect(self.model.mark_all)
         self.model.edit_requested.connect(self.edit_unit)
         self.model.failed.connect(state.status.emit)
 
         self.filter_bar = FilterBar(show_confidence=self.network == Network.OPINION)
-        self.filter_bar.changed.connect(self.model.set_filters)
+        self.filter_bar.changed.connect(self._filters_changed)
+        # "Only the facts one write made" (the Activity pane's Show what it changed).
+        self.only_label = muted_label()
+        self.only_label.setObjectName("only-these")
+        self.only_label.setTextFormat(Qt.TextFormat.RichText)
+        self.only_label.linkActivated.connect(lambda _: self.show_only(None))
+        self.only_label.setVisible(False)
+        self._only: list[str] | None = None
 
         self.table = QTableView()
         self.table.setObjectName(f"table-{self.slug}")
@@ -190,6 +204,7 @@ class NetworkPane(Pane):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addWidget(self.filter_bar)
+        layout.addWidget(self.only_label)
         layout.addWidget(self.splitter, 1)
 
         self._update_actions()
@@ -199,6 +214,9 @@ class NetworkPane(Pane):
 
     def set_bank(self, bank: Bank | None) -> None:
         self.detail.show_unit(None)
+        self._reselect = []
+        self._only = None
+        self.only_label.setVisible(False)
         # Date filters belong to a bank's own time line: off, and offered over
         # this bank's span (not today, not the previous bank's dates).
         self.filter_bar.reset_dates()
@@ -256,8 +274,36 @@ class NetworkPane(Pane):
         )
         self.table.selectionModel().setCurrentIndex(index, flags)
 
+    def _filters_changed(self, filters: dict[str, Any]) -> None:
+        if self._only is not None:
+            filters = {**filters, "ids": self._only}
+        self.model.set_filters(filters)
+
+    def show_only(self, unit_ids: list[str] | None) -> None:
+        """List only these units, all selected (None: list them all again)."""
+        self._only = list(unit_ids) if unit_ids else None
+        if self._only:
+            n = len(self._only)
+            self.only_label.setText(
+                f"Showing only the {n:,} {self.singular if n == 1 else self.plural} one write made"
+                " · <a href='all'>show all</a>"
+            )
+            self._reselect = list(self._only)
+        self.only_label.setVisible(self._only is not None)
+        self._filters_changed(self.filter_bar.filters())
+
+    def _hold_selection(self) -> None:
+        held = [u.id for u in (self.model.unit_at(r) for r in self.selected_rows()) if u]
+        if held:
+            self._reselect = held
+
     def _selection_changed(self, *_: Any) -> None:
         rows = self.selected_rows()
+        if rows:
+            self._reselect = []  # the person chose: nothing to bring back
+        elif self._reselect:
+            self._update_actions()
+            return  # a reset cleared it; it comes back with the rows (_page_loaded)
         unit = self.model.unit_at(rows[0]) if len(rows) == 1 else None
         self._awaiting_row = rows[0] if len(rows) == 1 and unit is None else None
         if len(rows) == 1 and (
@@ -269,6 +315,12 @@ class NetworkPane(Pane):
         self._update_actions()
 
     def _page_loaded(self, _page: int) -> None:
+        if self._reselect:
+            wanted, self._reselect = self._reselect, []
+            if self.model.select_ids(self.table.selectionModel(), wanted) == 0:
+                self._reselect = wanted  # not in the rows read yet
+            else:
+                self.table.scrollTo(self.table.currentIndex())
         if self._awaiting_row is not None and self.selected_rows() == [self._awaiting_row]:
             self._selection_changed()
 
@@ -404,10 +456,15 @@ class NetworkPane(Pane):
         if bank is None or not unit_ids:
             return
         what = self.singular if len(unit_ids) == 1 else f"{len(unit_ids):,} {self.plural}"
+        # The confirmation names what it deletes: never a row number, always the facts.
+        named = self._texts_of(unit_ids)
+        listed = "\n".join(f"• {_short(t)}" for t in named[:5])
+        if len(unit_ids) > len(named[:5]):
+            listed += f"\n… and {len(unit_ids) - len(named[:5]):,} more"
         if confirm and not self._confirm(
             f"Delete {what}?",
-            f"Delete {what} from “{bank.name}”? Their links and entity mentions go with "
-            "them. Undo (Ctrl+Z) brings them back.",
+            f"Delete {what} from “{bank.name}”?\n\n{listed}\n\nTheir links and entity "
+            "mentions go with them. Undo (Ctrl+Z) brings them back.",
         ):
             return
         self.state.status.emit(f"Deleting {what}…")
@@ -416,6 +473,19 @@ class NetworkPane(Pane):
             lambda change: self.state.status.emit(f"Deleted {what}."),
             key=bank,
         )
+
+    def _texts_of(self, unit_ids: list[str]) -> list[str]:
+        """The texts of these units as the pane knows them (its rows, its detail)."""
+        known = {}
+        detail = self.detail.unit
+        if detail is not None:
+            known[detail.id] = detail.text
+        for unit_id in unit_ids:
+            row = self.model.row_of(unit_id)
+            unit = self.model.unit_at(row) if row is not None else None
+            if unit is not None:
+                known[unit.id] = unit.text
+        return [known.get(u, f"unit {u}") for u in unit_ids]
 
     def move_selection(self, network: Network) -> None:
         rows = self.selected_rows()
@@ -528,3 +598,8 @@ class NetworkPane(Pane):
         if selected:
             text += f" · {selected:,} selected"
         self.count_label.setText(text)
+
+
+def _short(text: str, width: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -10,6 +10,7 @@ The trace can be saved as JSON. Recall runs in the studio's runner.
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ from app.state import StudioState
 from core import CHANNEL_TITLES, CHANNELS, LEVELS, NETWORKS, Network
 
 if TYPE_CHECKING:
-    from core import Bank, RecallResult, RecallTrace
+    from core import ActivityEntry, Bank, RecallReplay, RecallResult, RecallTrace
 
 # The level menu: each level with the candidates a channel returns at it.
 LEVEL_CHOICES = tuple(
@@ -81,6 +82,7 @@ FUSED_COLUMNS = (
 )
 FUSED_KEYS = tuple(key for key, _h, _t in FUSED_COLUMNS)
 FIT_COLOR = "#16a34a"
+SHOWN = 3  # facts lost, gained and moved listed in a replay's summary, each
 SKIP_COLOR = "#dc2626"
 EMPTY = (
     "Type a question and press <b>Enter</b> to see how recall answers it:<br>"
@@ -481,6 +483,33 @@ class RecallDebuggerPane(Pane):
         row3.addWidget(self.use_now)
         row3.addWidget(self.now)
         row3.addStretch(1)
+        # A recall the journal kept (the Activity pane opens one): whose it was, and
+        # Replay now, which runs it again against the bank as it is now.
+        self.recorded: ActivityEntry | None = None
+        self.replay: RecallReplay | None = None
+        self.recorded_label = QLabel()
+        self.recorded_label.setObjectName("recorded-recall")
+        self.recorded_label.setWordWrap(True)
+        self.recorded_label.setTextFormat(Qt.TextFormat.RichText)
+        self.replay_button = QPushButton("Replay now")
+        self.replay_button.setObjectName("replay-now")
+        self.replay_button.setToolTip(
+            "Run the same recall, with the same arguments, against the bank as it is now, "
+            "and show what changed"
+        )
+        self.replay_button.clicked.connect(self.replay_now)
+        self.recorded_back = QPushButton("As recorded")
+        self.recorded_back.setToolTip("Show the trace the caller got again")
+        self.recorded_back.clicked.connect(self.show_as_recorded)
+        self.recorded_bar = QFrame()
+        self.recorded_bar.setObjectName("recorded-bar")
+        self.recorded_bar.setFrameShape(QFrame.Shape.StyledPanel)
+        rb = QHBoxLayout(self.recorded_bar)
+        rb.setContentsMargins(6, 4, 6, 4)
+        rb.addWidget(self.recorded_label, 1)
+        rb.addWidget(self.recorded_back)
+        rb.addWidget(self.replay_button)
+        self.recorded_bar.setVisible(False)
         self.status = muted_label()
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # A long status (notes, reference time) wraps instead of widening the pane.
@@ -600,6 +629,7 @@ class RecallDebuggerPane(Pane):
         root.addLayout(row1)
         root.addLayout(row2)
         root.addLayout(row3)
+        root.addWidget(self.recorded_bar)
         root.addWidget(self.status)
         root.addWidget(self.stack, 1)
         self.set_bank(state.bank)
@@ -617,6 +647,7 @@ class RecallDebuggerPane(Pane):
     def set_bank(self, bank: Bank | None) -> None:
         self.result = None
         self.trace = None
+        self._forget_recorded()
         self.status.setText("")
         self.save_button.setEnabled(False)
         for widget in (self.query, self.run_button, self.budget, self.level):
@@ -671,6 +702,7 @@ class RecallDebuggerPane(Pane):
         query = self.query.text().strip()
         if bank is None or not query:
             return
+        self._forget_recorded()  # a recall of one's own, not the recorded one
         opts = self.options()
 
         def work() -> tuple[RecallResult, Neighbourhood]:
@@ -696,6 +728,123 @@ class RecallDebuggerPane(Pane):
         self.run_button.setEnabled(True)
         self.show_result(result, nb)
         self.recalled.emit(result)
+
+    # -- a recorded recall ----------------------------------------------------------------------
+
+    def show_recorded(self, entry: ActivityEntry) -> None:
+        """Show the trace a journaled recall gave its caller, exactly as it got it."""
+        bank = self.bank
+        if bank is None:
+            return
+
+        def read() -> tuple[RecallResult, Neighbourhood]:
+            result = bank.recorded_recall(entry.id)
+            return result, neighbourhood.of_trace(bank, result.trace, result.unit_ids)
+
+        self.status.setText(f"Reading recall #{entry.id} from the journal…")
+        self.state.runner.run_query(
+            read,
+            lambda out: self._recorded_arrived(entry, *out),
+            self._failed,
+            key=bank,
+            latest=(self, "recall"),
+        )
+
+    def _recorded_arrived(
+        self, entry: ActivityEntry, result: RecallResult, nb: Neighbourhood
+    ) -> None:
+        self.recorded, self.replay = entry, None
+        self._recorded_nb = (result, nb)
+        self._fill_form(result)
+        self.show_result(result, nb)
+        self._show_recorded_bar()
+
+    def show_as_recorded(self) -> None:
+        if self.recorded is not None and getattr(self, "_recorded_nb", None):
+            self.replay = None
+            self.show_result(*self._recorded_nb)
+            self._show_recorded_bar()
+
+    def replay_now(self) -> None:
+        """Run the recorded recall again against the bank as it is now."""
+        bank, entry = self.bank, self.recorded
+        if bank is None or entry is None:
+            return
+
+        def work() -> tuple[RecallReplay, Neighbourhood]:
+            replay = bank.replay_recall(entry.id)
+            result = replay.replayed
+            return replay, neighbourhood.of_trace(bank, result.trace, result.unit_ids)
+
+        self.replay_button.setEnabled(False)
+        self.status.setText("Replaying against the bank as it is now…")
+        self.state.runner.run_query(
+            work,
+            lambda out: self._replayed(entry, *out),
+            self._failed,
+            key=bank,
+            latest=(self, "recall"),
+        )
+
+    def _replayed(self, entry: ActivityEntry, replay: RecallReplay, nb: Neighbourhood) -> None:
+        if self.recorded is not entry:
+            return
+        self.replay = replay
+        self.show_result(replay.replayed, nb)
+        self._show_recorded_bar()
+
+    def _show_recorded_bar(self) -> None:
+        entry = self.recorded
+        self.replay_button.setEnabled(entry is not None)
+        self.recorded_bar.setVisible(entry is not None)
+        if entry is None:
+            return
+        who = (
+            f"<b>Recorded recall #{entry.id}</b> by <b>{html.escape(entry.actor)}</b>"
+            f" via {html.escape(entry.transport)} at {entry.started_at:%Y-%m-%d %H:%M:%S} UTC"
+        )
+        replay = self.replay
+        self.recorded_back.setVisible(replay is not None)
+        if replay is None:
+            self.recorded_label.setText(who + " — as the caller got it.")
+            return
+        lines = [f"{who} — <b>replayed now</b>: {html.escape(replay.summary())}."]
+        # A few of each (the fused table and the budget bar show the rest).
+        shown = {"lost": replay.lost[:SHOWN], "gained": replay.gained[:SHOWN]}
+        for item in shown["lost"]:
+            lines.append(
+                f"<span style='color:{SKIP_COLOR}'>− {html.escape(_short(item.text, 110))}</span>"
+            )
+        for item in shown["gained"]:
+            lines.append(
+                f"<span style='color:{FIT_COLOR}'>+ {html.escape(_short(item.text, 110))}</span>"
+            )
+        for move in replay.moved[:SHOWN]:
+            lines.append(f"~ #{move.was} → #{move.now} {html.escape(_short(move.text, 90))}")
+        hidden = sum(max(0, len(x) - SHOWN) for x in (replay.lost, replay.gained, replay.moved))
+        if hidden:
+            lines.append(f"<i>… and {hidden} more</i>")
+        self.recorded_label.setText("<br>".join(lines))
+
+    def _fill_form(self, result: RecallResult) -> None:
+        """The form as the recorded recall was asked (so Recall asks it again)."""
+        trace = result.trace
+        self.query.setText(result.query)
+        self.budget.setValue(max(self.budget.minimum(), min(result.budget, self.budget.maximum())))
+        level = self.level.findData(trace.level)
+        if level >= 0:
+            self.level.setCurrentIndex(level)
+        asked = set(trace.networks) or set(NETWORKS)
+        for network, box in self.network_boxes.items():
+            box.setChecked(network in asked)
+        self.use_now.setChecked(trace.now is not None)
+        if trace.now is not None:
+            self.now.setDateTime(QDateTime(trace.now))
+
+    def _forget_recorded(self) -> None:
+        self.recorded, self.replay = None, None
+        self._recorded_nb = None
+        self.recorded_bar.setVisible(False)
 
     # -- showing ------------------------------------------------------------------------------
 

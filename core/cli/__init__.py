@@ -32,6 +32,8 @@ COMMAND_MODULES = [
     "jobs",
     "snapshot",
     "serve",
+    "tokens",
+    "activity",
 ]
 DESCRIPTION = "Engram Studio: inspect and curate agent memory."
 
@@ -43,6 +45,7 @@ def build_parser(
     parser = argparse.ArgumentParser(prog="engram", description=description)
     parser.add_argument("--home", help="data folder (default: ENGRAM_HOME or the user data dir)")
     add_timeout_option(parser, default=None)
+    add_actor_option(parser, default=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"core.cli.{name}").register(sub)
@@ -62,6 +65,27 @@ def add_timeout_option(
         help="seconds Ollama may stay silent before a call fails (default: Settings, "
         "or ENGRAM_OLLAMA_TIMEOUT; replies stream, so a slow model that keeps writing is fine)",
     )
+
+
+def add_actor_option(parser: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
+    """`--actor NAME`, before or after the command: who the audit and the activity
+    journal say did it (default "cli"; a script can name itself)."""
+    parser.add_argument(
+        "--actor",
+        type=_actor,
+        default=default,
+        metavar="NAME",
+        help="who does it, as the audit and the activity journal record it (default: cli)",
+    )
+
+
+def _actor(text: str) -> str:
+    from core.context import clean_name
+
+    name = clean_name(text)
+    if not name:
+        raise argparse.ArgumentTypeError("an actor needs a name")
+    return name
 
 
 def _timeout(text: str) -> float:
@@ -87,6 +111,19 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     broken = undecodable_argument(args)
     if broken:
         parser.error(f"argument {broken} is not valid UTF-8 text")
+    from core.context import CLI, Caller, process_caller, set_process_caller
+
+    # Who every write and journal entry of this run names (core/context.py); a
+    # routed command tells the owner (core/server/client.py).
+    before = process_caller()
+    set_process_caller(Caller(getattr(args, "actor", None) or CLI, CLI))
+    try:
+        return _run(args, parser)
+    finally:
+        set_process_caller(before)
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         engine = _engine(args)
     except EngramError as error:  # e.g. a malformed ENGRAM_OLLAMA_TIMEOUT

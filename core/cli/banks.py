@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(handler=list_memories)
 
-    from core.cli.curate import ACTORS, _confidence, _then_jobs, add_memory
+    from core.cli import add_actor_option
+    from core.cli.curate import _confidence, _then_jobs, add_memory
 
     add = mem_sub.add_parser("add", help="add a memory by hand (audited, undoable)")
     add.add_argument("bank")
@@ -67,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--start", type=iso_time_or_none, default=None, help="occurrence start (ISO)")
     add.add_argument("--end", type=iso_time_or_none, default=None, help="occurrence end (ISO)")
     add.add_argument("--confidence", type=_confidence, default=None, help="opinions: 0..1")
-    add.add_argument("--actor", choices=ACTORS, default="user")
+    add_actor_option(add)
     add.add_argument("--no-jobs", action="store_true", help="leave the rebuilds it queues")
     add.set_defaults(handler=_then_jobs(add_memory))
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 import argparse
 
 from core import UNSET, Change, Engine, Kind, Network
+from core.cli import add_actor_option
 from core.cli.output import ask, count_arg, iso_time_or_none, print_json, short_time
-
-ACTORS = ("user", "agent", "system")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("bank")
         if entity:
             p.add_argument("entity", help="entity id, name or alias")
-        p.add_argument("--actor", choices=ACTORS, default="user", help="who does it (audit)")
+        add_actor_option(p)
         p.add_argument("--no-jobs", action="store_true", help="leave the rebuilds it queues")
         p.set_defaults(handler=_then_jobs(handler))
         return p
@@ -169,24 +168,23 @@ def edit_unit(args, engine: Engine) -> int:
         occurred_end=args.end,
         confidence=args.confidence,
         entity_ids=entities,
-        actor=args.actor,
     )
     return _report(change, f"edited {args.unit}")
 
 
 def delete_units(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    return _report(bank.delete_units(args.units, actor=args.actor), "deleted")
+    return _report(bank.delete_units(args.units), "deleted")
 
 
 def hide_units(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    return _report(bank.hide_units(args.units, actor=args.actor), "hidden (unhide or undo)")
+    return _report(bank.hide_units(args.units), "hidden (unhide or undo)")
 
 
 def unhide_units(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    return _report(bank.unhide_units(args.units, actor=args.actor), "unhidden")
+    return _report(bank.unhide_units(args.units), "unhidden")
 
 
 def add_memory(args, engine: Engine) -> int:
@@ -199,7 +197,6 @@ def add_memory(args, engine: Engine) -> int:
         occurred_end=args.end,
         confidence=args.confidence,
         entity_ids=entities,
-        actor=args.actor,
     )
     [unit_id] = change.added[Kind.UNIT]
     print(f"added {unit_id} (undo takes it back)")
@@ -209,24 +206,20 @@ def add_memory(args, engine: Engine) -> int:
 def rename_entity(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
     entity_id = bank.resolve_entity(args.entity)
-    change = bank.rename_entity(
-        entity_id, args.name, keep_alias=not args.no_alias, actor=args.actor
-    )
+    change = bank.rename_entity(entity_id, args.name, keep_alias=not args.no_alias)
     return _report(change, f"renamed {entity_id} to {args.name!r}")
 
 
 def merge_entities(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
     source, target = bank.resolve_entity(args.source), bank.resolve_entity(args.target)
-    return _report(
-        bank.merge_entities(source, target, actor=args.actor), f"merged {source} into {target}"
-    )
+    return _report(bank.merge_entities(source, target), f"merged {source} into {target}")
 
 
 def split_entity(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
     entity_id = bank.resolve_entity(args.entity)
-    change = bank.split_entity(entity_id, args.units, args.name, type=args.type, actor=args.actor)
+    change = bank.split_entity(entity_id, args.units, args.name, type=args.type)
     new = ", ".join(change.added.get(Kind.ENTITY, ()))
     return _report(change, f"split {len(args.units)} mention(s) into new entity {new}")
 
@@ -252,7 +245,7 @@ def retract(args, engine: Engine) -> int:
     if args.preview:
         return 0
     return _report(
-        bank.retract_entity(entity_id, actor=args.actor),
+        bank.retract_entity(entity_id),
         "retracted (undo or restore brings it back)",
     )
 
@@ -260,7 +253,7 @@ def retract(args, engine: Engine) -> int:
 def restore(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
     entity_id = bank.resolve_entity(args.entity)
-    return _report(bank.restore_entity(entity_id, actor=args.actor), "restored")
+    return _report(bank.restore_entity(entity_id), "restored")
 
 
 def purge(args, engine: Engine) -> int:
@@ -284,7 +277,7 @@ def purge(args, engine: Engine) -> int:
         if typed != preview.name:
             print("names differ: nothing purged")
             return 1
-    return _report(bank.purge_entity(entity_id, confirm=True, actor=args.actor), "purged")
+    return _report(bank.purge_entity(entity_id, confirm=True), "purged")
 
 
 def redaction_lines(redactions, limit: int) -> list[str]:
@@ -313,12 +306,12 @@ def snapshot_warning(exports) -> str:
 
 def undo(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    return _report(bank.undo(actor=args.actor), "undone")
+    return _report(bank.undo(), "undone")
 
 
 def redo(args, engine: Engine) -> int:
     bank = engine.open_bank(args.bank)
-    return _report(bank.redo(actor=args.actor), "redone")
+    return _report(bank.redo(), "redone")
 
 
 def show_audit(args, engine: Engine) -> int:

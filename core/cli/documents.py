@@ -6,6 +6,7 @@ import argparse
 
 from core import INGEST_MODES as MODES
 from core import Engine
+from core.cli import add_actor_option
 from core.cli.jobs import pending_hint, run_pending
 from core.cli.output import ask, print_json, progress_printer, short_time
 
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     delete.add_argument("--preview", action="store_true", help="only show what would go")
     delete.add_argument("--yes", action="store_true", help="do not ask to confirm")
     delete.add_argument("--no-jobs", action="store_true", help="leave the rebuilds queued")
-    delete.add_argument("--actor", choices=("user", "agent", "system"), default="user")
+    add_actor_option(delete)
     delete.set_defaults(handler=delete_document)
     again = docs_sub.add_parser("reingest", help="extract a document again from its turns")
     again.add_argument("bank")
@@ -120,7 +121,7 @@ def delete_document(args, engine: Engine) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing deleted")
             return 1
-    change = bank.delete_document(args.document, actor=args.actor)
+    change = bank.delete_document(args.document)
     print(f"deleted document {preview.title!r} ({len(preview.units)} unit(s)); undo brings it back")
     failed = 0 if args.no_jobs else run_pending(bank, engine)
     pending = bank.pending_jobs() if args.no_jobs else 0

@@ -12,7 +12,7 @@ from core import CHANNELS, LEVELS, STOP_REASONS, Engine, InvalidInputError, Netw
 from core.cli.output import count_arg, iso_time, short_time
 
 if TYPE_CHECKING:
-    from core import RecallTrace
+    from core import RecallResult, RecallTrace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -93,6 +93,17 @@ def run_recall(args, engine: Engine) -> int:
         inline = args.trace is not None and trace_file is None
         sys.stdout.write(result.to_json(indent=2, trace=inline) + "\n")
         return 0
+    print_result(result)
+    if trace_file is not None:
+        print(f"-- trace written to {trace_file}")
+    elif args.trace is not None:
+        print(trace_summary(result.trace))
+    return 0
+
+
+def print_result(result: RecallResult) -> None:
+    """The packed facts, one a line, and a line on how many and how fast (what
+    `engram recall` prints; `engram activity --show` prints a recorded one so)."""
     for item in result.items:
         sources = ",".join(item.source_ids)
         print(
@@ -108,11 +119,6 @@ def run_recall(args, engine: Engine) -> int:
     )
     for note in result.trace.notes:
         print(f"-- {note}")
-    if trace_file is not None:
-        print(f"-- trace written to {trace_file}")
-    elif args.trace is not None:
-        print(trace_summary(result.trace))
-    return 0
 
 
 def window_text(trace: RecallTrace) -> str:

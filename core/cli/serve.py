@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="serve the banks over HTTP (Hindsight-compatible API, Engram's API, MCP)",
         description="Serve every bank in the data folder until stopped (Ctrl-C or SIGTERM). "
         "Requests need 'Authorization: Bearer <token>': the token is ENGRAM_API_TOKEN, "
-        "else the one in <home>/api-token.",
+        "else the one in <home>/api-token, or a named one (engram tokens add NAME).",
     )
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"address (default {DEFAULT_HOST})")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port; 0 picks a free one")
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="SECONDS",
         help="the longest a request may run; longer work stops between chunks and is"
-        " answered 504 (default 900; long retains can go \"async\": true)",
+        ' answered 504 (default 900; long retains can go "async": true)',
     )
     serve.add_argument(
         "--head-timeout",
@@ -86,7 +86,7 @@ def _seconds(text: str) -> float:
 
 
 def run_serve(args, engine: Engine) -> int:
-    from core.server import ServedBanks, api_token, start_server
+    from core.server import ServedBanks, TokenRing, start_server
     from core.server.running import Certificate, check_bind
     from core.server.token import ENV, token_file
 
@@ -97,7 +97,7 @@ def run_serve(args, engine: Engine) -> int:
     certificate = Certificate(args.certfile, args.keyfile) if args.certfile else None
     if certificate is not None:
         certificate.check()
-    token = api_token(engine.home)
+    tokens = TokenRing.for_home(engine.home)
     engine.embedder  # noqa: B018 — loaded once now, so the first request is not the slow one
     served = ServedBanks(engine, open_on_demand=True)
     stop = threading.Event()
@@ -113,7 +113,7 @@ def run_serve(args, engine: Engine) -> int:
             served,
             args.host,
             args.port,
-            token,
+            tokens,
             certificate=certificate,
             **{k: v for k, v in options.items() if v is not None},
         )
@@ -149,7 +149,12 @@ def run_mcp(args, engine: Engine) -> int:
     """One bank over MCP on stdio. Each call goes to the process that has the bank
     open (the studio, `engram serve`), or opens it for as long as calls come
     (core/server/mcp_stdio.py): it never holds the bank while the agent is idle."""
+    from core.context import MCP_STDIO, Caller, set_process_caller
     from core.server.mcp_stdio import run_stdio
+
+    # Over stdio no token says who it is: "mcp", and the client's name from the MCP
+    # handshake (core/server/mcp_caller.py); bridged, the owner is told so.
+    set_process_caller(Caller(getattr(args, "actor", None) or "mcp", MCP_STDIO))
 
     # The embedding model loads on the first call this process answers itself:
     # bridged to an owner, it is never needed here.

@@ -6,8 +6,8 @@ row delta (`core.curate.rows`) and queues observation refresh; the indexes
 follow for the units it touched. Bank methods delegate here.
 """
 
-from core.curate.audit import ACTORS, AuditEntry
+from core.curate.audit import AuditEntry
 from core.curate.documents import DocumentPreview
 from core.curate.retract import PreviewFact, RetractPreview
 
-__all__ = ["ACTORS", "AuditEntry", "DocumentPreview", "PreviewFact", "RetractPreview"]
+__all__ = ["AuditEntry", "DocumentPreview", "PreviewFact", "RetractPreview"]

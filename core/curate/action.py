@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from core.curate.audit import check_actor, record
+from core.curate.audit import record
 from core.curate.derived import (
     derived_candidates,
     mention_units,
@@ -43,12 +43,10 @@ def run_action(
     bank: BankHandle,
     *,
     action: str,
-    actor: str,
     target: str | None,
     scope: Scope,
     body: Callable[[Tx], Outcome],
 ) -> Change:
-    check_actor(actor)
     with bank.store.transaction() as tx:
         pairs = observation_pairs(tx.con, scope.units)
         # What may be derived from the scope's units is captured too: hiding it is
@@ -83,7 +81,6 @@ def run_action(
             back, forward = diff(tx.con, before, capture(tx.con, scope))
         record(
             tx.con,
-            actor=actor,
             action=action,
             target=target,
             before=outcome.before,

@@ -21,11 +21,11 @@ from typing import Any
 
 import duckdb
 
+from core.context import current_caller, note
 from core.curate.rows import decode, encode
 from core.store.bank_store import utcnow
 from core.types import InvalidInputError
 
-ACTORS = ("user", "agent", "system")
 UNDO = "undo"
 REDO = "redo"
 PURGE = "purge_entity"
@@ -48,24 +48,17 @@ class AuditEntry:
     summary: str = ""
 
 
-def check_actor(actor: str) -> str:
-    if actor not in ACTORS:
-        raise InvalidInputError(f"actor must be one of {', '.join(ACTORS)}; got {actor!r}")
-    return actor
-
-
 def record(
     con: duckdb.DuckDBPyConnection,
     *,
-    actor: str,
     action: str,
     target: str | None,
     before: Mapping[str, Any],
     after: Mapping[str, Any],
     rows: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
 ) -> int:
-    """Append one entry (inside the action's own transaction); returns its seq."""
-    check_actor(actor)
+    """Append one entry (inside the action's own transaction); returns its seq.
+    Its actor is the caller of the request that runs the action (core/context.py)."""
     seq = con.execute("SELECT coalesce(max(seq), 0) + 1 FROM audit").fetchall()[0][0]
     before_state: dict[str, Any] = {"state": encode(dict(before))}
     after_state: dict[str, Any] = {"state": encode(dict(after))}
@@ -77,13 +70,15 @@ def record(
         [
             seq,
             utcnow(),
-            actor,
+            current_caller().actor,
             action,
             target,
             json.dumps(before_state, ensure_ascii=False),
             json.dumps(after_state, ensure_ascii=False),
         ],
     )
+    # The journal's entry for the operation reads what was done from here.
+    note(("audit", seq, summarize(action, dict(before), dict(after))))
     return seq
 
 

@@ -147,7 +147,7 @@ def document_preview(bank: BankHandle, document_id: str) -> DocumentPreview:
     )
 
 
-def delete_document(bank: BankHandle, document_id: str, *, actor: str = "user") -> Change:
+def delete_document(bank: BankHandle, document_id: str) -> Change:
     """Delete a document and everything derived only from it; audited, undoable."""
     con = bank.store.reader()
     plan = _plan(con, document_id)
@@ -194,7 +194,6 @@ def delete_document(bank: BankHandle, document_id: str, *, actor: str = "user") 
     return run_action(
         bank,
         action="delete_document",
-        actor=actor,
         target=document_id,
         scope=Scope(
             units={*gone, *plan.revised},

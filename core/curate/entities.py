@@ -51,7 +51,7 @@ def _merged_aliases(name: str, aliases: Iterable[str]) -> list[str]:
 
 
 def rename_entity(
-    bank: BankHandle, entity_id: str, name: str, *, keep_alias: bool = True, actor: str = "user"
+    bank: BankHandle, entity_id: str, name: str, *, keep_alias: bool = True
 ) -> Change:
     """Give an entity a new name; the old one stays as an alias unless `keep_alias=False`."""
     name = valid_name(name)
@@ -84,7 +84,6 @@ def rename_entity(
     return run_action(
         bank,
         action="rename_entity",
-        actor=actor,
         target=entity_id,
         scope=Scope(entities={entity_id}, tables=frozenset({"entities"})),
         body=body,
@@ -98,9 +97,7 @@ def _observation_unit(con, entity_id: str) -> str | None:
     return row[0] if row else None
 
 
-def merge_entities(
-    bank: BankHandle, source_id: str, target_id: str, *, actor: str = "user"
-) -> Change:
+def merge_entities(bank: BankHandle, source_id: str, target_id: str) -> Change:
     """Merge entity `source_id` into `target_id`: its mentions, links, opinions and
     observations follow; its name and aliases become aliases of the target."""
     if source_id == target_id:
@@ -155,7 +152,6 @@ def merge_entities(
     return run_action(
         bank,
         action="merge_entities",
-        actor=actor,
         target=target_id,
         scope=Scope(
             units=set(moved),
@@ -182,7 +178,6 @@ def split_entity(
     name: str,
     *,
     type: str | None = None,
-    actor: str = "user",
 ) -> Change:
     """Move the mentions of `entity_id` by `unit_ids` to a new entity called `name`.
 
@@ -248,7 +243,6 @@ def split_entity(
     return run_action(
         bank,
         action="split_entity",
-        actor=actor,
         target=entity_id,
         scope=Scope(units=set(chosen), entities={entity_id, fresh}),
         body=body,

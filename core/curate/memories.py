@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from core.context import current_caller
 from core.curate.action import Outcome, require_entities, run_action
 from core.curate.relink import relink_units
 from core.curate.rows import Scope
@@ -49,7 +50,6 @@ def add_memory(
     occurred_end: datetime | None = None,
     confidence: float | None = None,
     entity_ids: Sequence[str] = (),
-    actor: str = "user",
 ) -> Change:
     """Add one memory by hand; its id is in `change.added[Kind.UNIT]`."""
     try:
@@ -87,7 +87,14 @@ def add_memory(
     def body(tx) -> Outcome:
         insert_units(tx.con, [unit], vector, bank.store.embedding_model, now)
         if network is Network.OPINION:
-            formed = _event(unit.id, "formed", None, float(confidence), f"added by {actor}", now)
+            formed = _event(
+                unit.id,
+                "formed",
+                None,
+                float(confidence),
+                f"added by {current_caller().actor}",
+                now,
+            )
             write_events(tx.con, [replace(formed, new_text=unit.text)])
         relink_units(tx.con, bank.store.vectors, [unit.id], bank.config)
         return Outcome(
@@ -99,7 +106,6 @@ def add_memory(
     return run_action(
         bank,
         action="add_unit",
-        actor=actor,
         target=unit.id,
         scope=Scope(units={unit.id}, entities=set(entities), vectors={unit.id}),
         body=body,
@@ -111,7 +117,6 @@ def set_hidden(
     unit_ids: Sequence[str],
     hidden: bool,
     *,
-    actor: str = "user",
     reason: str | None = None,
 ) -> Change:
     """Hide active units (hidden=True) or bring hidden ones back; `reason` is
@@ -149,7 +154,6 @@ def set_hidden(
     return run_action(
         bank,
         action="hide_units" if hidden else "unhide_units",
-        actor=actor,
         target=ids[0] if len(ids) == 1 else None,
         scope=Scope(units=set(ids), tables=frozenset({"units"})),
         body=body,
@@ -168,7 +172,7 @@ def _event(
 
 
 def confidence_event(
-    opinion_id: str, before: float | None, after: float, actor: str, now: datetime
+    opinion_id: str, before: float | None, after: float, now: datetime
 ) -> OpinionEvent:
     """The event a confidence set by hand leaves in the opinion's history."""
-    return _event(opinion_id, EDITED, before, after, f"edited by {actor}", now)
+    return _event(opinion_id, EDITED, before, after, f"edited by {current_caller().actor}", now)

@@ -20,6 +20,7 @@ next purge (or `finish_pending_purge`) completes the rebuilds first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -31,7 +32,7 @@ from core.curate.action import (
     entity_row,
     units_mentioning,
 )
-from core.curate.audit import PURGE, check_actor, record, scrub
+from core.curate.audit import PURGE, record, scrub
 from core.curate.derived import observation_pairs, reconcile
 from core.curate.jobs import queue_observations
 from core.curate.redaction import (
@@ -40,7 +41,7 @@ from core.curate.redaction import (
     names_ever,
     plan_redactions,
 )
-from core.curate.retract import retract_preview
+from core.curate.retract import RetractPreview, retract_preview
 from core.progress import Progress, report
 from core.store.bank_store import utcnow
 from core.store.failures import NEXT_OPEN, is_storage_failure, storage_error
@@ -59,7 +60,6 @@ def purge_entity(
     entity_id: str,
     *,
     confirm: bool = False,
-    actor: str = "user",
     progress: Progress | None = None,
 ) -> Change:
     """Remove an entity and everything derived from it for good. THIS CANNOT BE
@@ -69,13 +69,39 @@ def purge_entity(
             "a purge removes the entity and everything derived from it for good and cannot"
             " be undone; preview it with retract_preview, then confirm"
         )
-    check_actor(actor)
     finish_pending_purge(bank, progress)
     con = bank.store.reader()
     entity_row(con, entity_id)  # it exists
     preview = retract_preview(bank, entity_id)
     purged = units_mentioning(con, entity_id)
     matcher = NameMatcher(names_ever(con, entity_id))
+    journal = bank.journal
+    if journal is None:
+        return _purge(bank, entity_id, con, preview, purged, matcher, progress)
+    # The journal first, while the names are still known (the bank forgets them):
+    # entries naming them are redacted and its file rewritten; operations still
+    # running are redacted as they are recorded (core/journal/store.py).
+    with journal.purging(_hit(matcher, set(purged))):
+        journal.scrub(_hit(matcher, {entity_id, *purged}))
+        return _purge(bank, entity_id, con, preview, purged, matcher, progress)
+
+
+def _hit(matcher: NameMatcher, ids: set[str]) -> Callable[[str], bool]:
+    def hit(text: str) -> bool:
+        return bool(matcher and matcher.search(text)) or any(i in text for i in ids)
+
+    return hit
+
+
+def _purge(
+    bank: BankHandle,
+    entity_id: str,
+    con: duckdb.DuckDBPyConnection,
+    preview: RetractPreview,
+    purged: list[str],
+    matcher: NameMatcher,
+    progress: Progress | None,
+) -> Change:
     # Units that name the entity without mentioning it keep their place, not its name;
     # re-embedded before the transaction (the model is slow).
     ahead = plan_redactions(con, matcher, purged, entity_id)
@@ -118,7 +144,6 @@ def purge_entity(
         turns = plan.count("turns")
         record(
             c,
-            actor=actor,
             action=PURGE,
             target=entity_id,
             before={

@@ -138,7 +138,7 @@ def retract_preview(bank: BankHandle, entity_id: str) -> RetractPreview:
     )
 
 
-def retract_entity(bank: BankHandle, entity_id: str, *, actor: str = "user") -> Change:
+def retract_entity(bank: BankHandle, entity_id: str) -> Change:
     """Hide an entity and everything derived from it from recall, reflect and the
     default views. Reversible: `restore_entity`, or `undo`."""
     con = bank.store.reader()
@@ -170,14 +170,13 @@ def retract_entity(bank: BankHandle, entity_id: str, *, actor: str = "user") -> 
     return run_action(
         bank,
         action="retract_entity",
-        actor=actor,
         target=entity_id,
         scope=Scope(units=set(unit_ids), entities={entity_id}, tables=STATUS_TABLES),
         body=body,
     )
 
 
-def restore_entity(bank: BankHandle, entity_id: str, *, actor: str = "user") -> Change:
+def restore_entity(bank: BankHandle, entity_id: str) -> Change:
     """Bring a retracted entity and what it hid back."""
     con = bank.store.reader()
     entity = entity_row(con, entity_id)
@@ -204,7 +203,6 @@ def restore_entity(bank: BankHandle, entity_id: str, *, actor: str = "user") -> 
     return run_action(
         bank,
         action="restore_entity",
-        actor=actor,
         target=entity_id,
         scope=Scope(units=set(unit_ids), entities={entity_id}, tables=STATUS_TABLES),
         body=body,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from core.curate.action import entities_of, touched_units
-from core.curate.audit import REDO, UNDO, check_actor, load_rows, record, stacks
+from core.curate.audit import REDO, UNDO, load_rows, record, stacks
 from core.curate.derived import mention_units, observation_pairs, reconcile
 from core.curate.jobs import queue_observations
 from core.curate.rows import apply, change_of
@@ -17,8 +17,7 @@ if TYPE_CHECKING:
     from core.handle import BankHandle
 
 
-def _step(bank: BankHandle, *, redo: bool, actor: str) -> Change:
-    check_actor(actor)
+def _step(bank: BankHandle, *, redo: bool) -> Change:
     with bank.store.transaction() as tx:
         undo_stack, redo_stack = stacks(tx.con)
         stack = redo_stack if redo else undo_stack
@@ -41,7 +40,6 @@ def _step(bank: BankHandle, *, redo: bool, actor: str) -> Change:
         tx.con.execute("UPDATE audit SET undone = ? WHERE seq = ?", [not redo, seq])
         record(
             tx.con,
-            actor=actor,
             action=REDO if redo else UNDO,
             target=str(seq),
             before={"seq": seq, "action": action},
@@ -55,11 +53,11 @@ def _step(bank: BankHandle, *, redo: bool, actor: str) -> Change:
     return change_of(current, target) | Change.of(added={Kind.JOB: jobs}) | derived.change()
 
 
-def undo(bank: BankHandle, *, actor: str = "user") -> Change:
+def undo(bank: BankHandle) -> Change:
     """Take back the latest curation action still in effect."""
-    return _step(bank, redo=False, actor=actor)
+    return _step(bank, redo=False)
 
 
-def redo(bank: BankHandle, *, actor: str = "user") -> Change:
+def redo(bank: BankHandle) -> Change:
     """Apply again the action the latest undo took back (a new action clears redo)."""
-    return _step(bank, redo=True, actor=actor)
+    return _step(bank, redo=True)

@@ -52,7 +52,6 @@ def edit_unit(
     occurred_end: datetime | None = UNSET,
     confidence: float | None = UNSET,
     entity_ids: Sequence[str] | None = None,
-    actor: str = "user",
 ) -> Change:
     """Change a unit in place. A new text is re-embedded; new text, time or
     entities re-link it; the entities involved get their observations refreshed."""
@@ -117,7 +116,6 @@ def edit_unit(
                         unit_id,
                         current.confidence,
                         fields["confidence"],
-                        actor,
                         fields["updated_at"],
                     )
                 ],
@@ -143,14 +141,13 @@ def edit_unit(
     return run_action(
         bank,
         action="edit_unit",
-        actor=actor,
         target=unit_id,
         scope=Scope(units={unit_id}, entities=involved, vectors={unit_id}),
         body=body,
     )
 
 
-def delete_units(bank: BankHandle, unit_ids: Sequence[str], *, actor: str = "user") -> Change:
+def delete_units(bank: BankHandle, unit_ids: Sequence[str]) -> Change:
     """Delete units with their mentions, links, opinion events and observation rows."""
     if isinstance(unit_ids, str):
         unit_ids = [unit_ids]
@@ -182,7 +179,6 @@ def delete_units(bank: BankHandle, unit_ids: Sequence[str], *, actor: str = "use
     return run_action(
         bank,
         action="delete_units",
-        actor=actor,
         target=existing[0] if len(existing) == 1 else None,
         scope=Scope(units=set(existing), vectors=set(existing)),
         body=body,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,22 @@ class RecallItem:
             "rank": self.rank,
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RecallItem:
+        return cls(
+            unit_id=str(data["unit_id"]),
+            network=str(data.get("network", "")),
+            text=str(data.get("text", "")),
+            score=float(data.get("score", 0.0)),
+            tokens=int(data.get("tokens", 0)),
+            source_ids=tuple(data.get("source_ids") or ()),
+            occurred_start=_time(data.get("occurred_start")),
+            occurred_end=_time(data.get("occurred_end")),
+            confidence=data.get("confidence"),
+            entity_ids=tuple(data.get("entity_ids") or ()),
+            rank=int(data.get("rank", 0)),
+        )
+
 
 @dataclass(frozen=True)
 class RecallResult:
@@ -77,6 +94,21 @@ class RecallResult:
             "trace": self.trace.to_dict(),
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RecallResult:
+        """A result read back from its JSON (a recall the activity journal kept)."""
+        from core.recall.trace import RecallTrace
+
+        return cls(
+            query=str(data.get("query", "")),
+            items=tuple(RecallItem.from_dict(i) for i in data.get("items") or ()),
+            reranker=str(data.get("reranker", "")),
+            trace=RecallTrace.from_dict(data.get("trace") or {}),
+            budget=int(data.get("budget", 0)),
+            tokens_used=int(data.get("tokens_used", 0)),
+            observations=tuple(RecallItem.from_dict(i) for i in data.get("observations") or ()),
+        )
+
     def to_json(self, indent: int | None = None, trace: bool = True) -> str:
         data = self.to_dict()
         if not trace:
@@ -89,3 +121,7 @@ class RecallResult:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def _time(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None

@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from core import tags as tagging
+from core.context import current_caller
 from core.limits import check_document as check_limits
 from core.retain.report import ChunkFailure
 from core.store.units import delete_units
@@ -97,7 +98,7 @@ def insert_document(
 ) -> None:
     con.execute(
         "INSERT INTO documents (id, title, source_path, content_hash, format, created_at,"
-        " extraction_mode, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " extraction_mode, model, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             document_id,
             document.title or "conversation",
@@ -107,6 +108,7 @@ def insert_document(
             now,
             str(mode),
             model,
+            current_caller().actor,
         ],
     )
 
@@ -242,6 +244,8 @@ class StoredDocument:
     tags: tuple[str, ...] = ()  # every tag its turns carry
     metadata: dict[str, str] = field(default_factory=dict)  # its turns' metadata merged
 
+    created_by: str = ""  # the actor that retained it ("" before schema 8)
+
     @property
     def partial(self) -> bool:
         return self.failed_chunks > 0
@@ -263,7 +267,7 @@ def list_documents(
         " f AS (SELECT document_id, count(*) AS n FROM ingest_failures GROUP BY document_id)"
         " SELECT d.id, d.title, d.source_path, d.content_hash, d.format, d.created_at,"
         " d.extraction_mode, d.model, coalesce(t.n, 0), coalesce(u.n, 0), coalesce(f.n, 0),"
-        " coalesce(t.chars, 0), t.tags, t.metadata"
+        " coalesce(t.chars, 0), t.tags, t.metadata, coalesce(d.created_by, '')"
         " FROM documents d LEFT JOIN t ON t.document_id = d.id"
         " LEFT JOIN u ON u.document_id = d.id LEFT JOIN f ON f.document_id = d.id"
         f" {where} ORDER BY d.created_at, d.id",
@@ -275,6 +279,7 @@ def list_documents(
             text_length=r[11],
             tags=tagging.union(t or () for t in r[12] or ()),
             metadata=tagging.merged(tagging.metadata_from(m) for m in r[13] or ()),
+            created_by=r[14],
         )
         for r in rows
     ]

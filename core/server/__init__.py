@@ -8,7 +8,14 @@ serialises writes; `create_app` builds the FastAPI app over it;
 
 from core.lazy import lazy_exports
 
-__all__ = ["ServedBanks", "ServerHandle", "api_token", "create_app", "start_server"]
+__all__ = [
+    "ServedBanks",
+    "ServerHandle",
+    "TokenRing",
+    "api_token",
+    "create_app",
+    "start_server",
+]
 
 # Loaded on first use: a routed `engram` command imports core.server.client,
 # which must not pull in FastAPI and the engine with this package.
@@ -18,6 +25,7 @@ _NAMES = {
     "api_token": "core.server.token",
     "create_app": "core.server.app",
     "start_server": "core.server.running",
+    "TokenRing": "core.server.token",
 }
 
 

@@ -1,5 +1,6 @@
 """The FastAPI app: Hindsight's paths under `/v1/default/...`, Engram's own under
-`/engram/v1/...`, MCP (streamable HTTP) at `/mcp` and `/mcp/{bank}/`; one bearer token for all.
+`/engram/v1/...`, MCP (streamable HTTP) at `/mcp` and `/mcp/{bank}/`; the same bearer
+tokens for all (the default one and the named ones: core/server/token.py).
 
 Route handlers are plain `def`s: FastAPI runs them in its thread pool, so an
 engine call never blocks the event loop. Writes take the bank's lock from
@@ -10,6 +11,8 @@ holds no worker, and past a queue's bound the answer is a 503.
 
 from __future__ import annotations
 
+import threading
+
 import duckdb
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -18,7 +21,13 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core import limits
-from core.server import routes_cli, routes_engram, routes_hindsight, routes_hindsight_more
+from core.server import (
+    routes_activity,
+    routes_cli,
+    routes_engram,
+    routes_hindsight,
+    routes_hindsight_more,
+)
 from core.server.admission import Admission, AdmissionMiddleware
 from core.server.api_docs import PublicDocs
 from core.server.calls import Downloads, LongCalls
@@ -26,6 +35,7 @@ from core.server.errors import disk_error, engram_error, http_error
 from core.server.guard import READ_TIMEOUT, REQUEST_TIMEOUT, Guard
 from core.server.operations import Operations
 from core.server.served import ServedBanks
+from core.server.token import TokenRing
 from core.types import EngramError
 
 API_TITLE = "Engram Studio memory API"
@@ -35,7 +45,7 @@ MAX_SNAPSHOT = limits.SNAPSHOT_BYTES
 
 def create_app(
     served: ServedBanks,
-    token: str,
+    token: str | TokenRing,
     *,
     max_body_bytes: int = MAX_BODY,
     max_snapshot_bytes: int = MAX_SNAPSHOT,
@@ -82,6 +92,8 @@ def create_app(
     )
     app.state.served = served
     app.state.operations = operations
+    # Set as the server stops: long-lived responses (the activity stream) end then.
+    app.state.stopping = threading.Event()
     app.state.admission = admission
     app.state.calls = calls
     app.state.downloads = downloads
@@ -92,6 +104,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_error)
     routers = [
         routes_engram.router,
+        routes_activity.router,
         routes_cli.router,  # what RemoteBank and routed commands call
         routes_hindsight.router,
         routes_hindsight_more.router,
@@ -112,7 +125,7 @@ def create_app(
     )
     app.add_middleware(
         Guard,
-        token=token,
+        tokens=token if isinstance(token, TokenRing) else TokenRing(token),
         max_body_bytes=max_body_bytes,
         limits={routes_engram.SNAPSHOT_IMPORT_SUFFIX: max_snapshot_bytes},
         read_timeout=read_timeout,

@@ -104,6 +104,7 @@ async def stream(calls: LongCalls, work: Work, error_event: ErrorEvent) -> Async
 
     # In the request's context: the thread holds the bank's write lock through the
     # request's admission ticket (admission.py), and knows its departure.
+    # It runs as the request's caller too (core/context.py).
     context = contextvars.copy_context()
     threading.Thread(
         target=context.run, args=(run,), name=f"engram-call-{call_id[:8]}", daemon=True

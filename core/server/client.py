@@ -123,6 +123,14 @@ class ChangeEvent:
     reset: bool = False
 
 
+def _say_who(request) -> None:
+    """Who asks (the CLI, a script's --actor, `engram mcp`'s client): the owner records
+    it as the actor, as a direct run would (it believes it from its own token only)."""
+    from core.context import HOP_HEADER, hop_header
+
+    request.headers[HOP_HEADER] = hop_header()
+
+
 def tls_context(ca_file: str | Path | None = None, *, pinned: str | Path | None = None):
     """How an https owner's certificate is verified: against the system's
     certificate authorities and, when given, the CA file too (a private CA, or a
@@ -173,6 +181,7 @@ class OwnerClient:
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"},
             timeout=httpx.Timeout(timeout, connect=5.0),
+            event_hooks={"request": [_say_who]},
             verify=tls_context(ca_file, pinned=pinned) if secure else True,
         )
 
@@ -520,6 +529,52 @@ class RemoteBank:
     def _ask_name(self) -> None:
         with contextlib.suppress(EngramError):  # out of reach: the last one known stays
             self._name = self._call(BANK["name"], (), {})[0]
+
+    def watch_activity(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        """Call `listener(entry)` for each activity entry the owner records from now
+        on (its live stream, read on a thread of its own; a dropped connection is
+        resumed after the last entry heard). Returns the function that stops it."""
+        import httpx
+
+        from core import ActivityEntry
+
+        path = f"/engram/v1/banks/{_quote(self._id)}/activity/stream"
+        stopped = threading.Event()
+        held: list[Any] = []
+
+        def follow() -> None:
+            last: int | None = None
+            while not stopped.is_set():
+                headers = {} if last is None else {"Last-Event-ID": str(last)}
+                try:
+                    with self._client._http.stream(
+                        "GET", path, headers=headers, timeout=httpx.Timeout(None, connect=5.0)
+                    ) as response:
+                        if response.status_code >= 400:
+                            return
+                        held[:] = [response]
+                        for line in response.iter_lines():
+                            if stopped.is_set():
+                                return
+                            if line.startswith("data: ") and '"id"' in line:
+                                entry = ActivityEntry.from_dict(json.loads(line[6:]))
+                                last = entry.id
+                                with contextlib.suppress(Exception):
+                                    listener(entry)
+                except (httpx.HTTPError, RuntimeError, ValueError):
+                    pass
+                stopped.wait(1.0)  # the owner went away for a moment: ask again
+
+        thread = threading.Thread(target=follow, name="engram-activity-stream", daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            stopped.set()
+            for response in held:
+                with contextlib.suppress(Exception):
+                    response.close()
+
+        return stop
 
     # -- lifecycle: each side closes its own ---------------------------------------
 

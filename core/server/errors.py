@@ -15,7 +15,13 @@ from typing import Any
 from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from core import LanguageModelError, ReflectionError, SnapshotError, stopped_by_disk
+from core import (
+    ActivityNotFoundError,
+    LanguageModelError,
+    ReflectionError,
+    SnapshotError,
+    stopped_by_disk,
+)
 from core.limits import FieldError
 from core.server.guard import current_departure
 from core.types import (
@@ -39,6 +45,7 @@ class RetainFailed(EngramError):
 # Most specific first: the first class an error is an instance of decides.
 STATUS: list[tuple[type[Exception], int]] = [
     (BankNotFoundError, 404),
+    (ActivityNotFoundError, 404),
     (BankExistsError, 409),
     (BankLockedError, 409),
     (EmbeddingMismatchError, 409),

@@ -16,6 +16,11 @@ learns when its client leaves or its time is up.
   chunks, leaving the bank as it was before the document in progress; its
   answer is a 504 that says why (nobody hears one whose client left).
 
+The token also says who is asking: the request runs as its `Caller` (the
+token's name, over HTTP or MCP; core/context.py), set here for every route,
+and kept in the ASGI scope (`CALLER_KEY`) for MCP, whose tools run in the
+session's own tasks.
+
 Pure ASGI rather than Starlette's BaseHTTPMiddleware, so streamed uploads and
 downloads pass through without being buffered.
 """
@@ -30,12 +35,15 @@ from dataclasses import dataclass, field
 
 from fastapi import HTTPException
 
+from core.context import HOP_HEADER, HTTP, MCP, Caller, acting_as, parse_hop
 from core.progress import CancelToken
-from core.server.token import token_matches
+from core.server.token import DEFAULT_NAME, TokenRing
 
 Scope = dict
 Receive = Callable
 Send = Callable
+CALLER_KEY = "engram.caller"
+MCP_PATH = "/mcp"
 
 BODY = "engram.body"  # the scope key of a JSON request's body, read whole
 READ_TIMEOUT = 30.0  # seconds a body may pause between chunks
@@ -110,7 +118,7 @@ class Guard:
     def __init__(
         self,
         app,
-        token: str,
+        tokens: TokenRing,
         max_body_bytes: int,
         limits: dict[str, int],
         *,
@@ -118,7 +126,7 @@ class Guard:
         request_timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         self.app = app
-        self.token = token
+        self.tokens = tokens
         self.max_body_bytes = max_body_bytes
         self.limits = limits
         self.read_timeout = read_timeout
@@ -137,7 +145,8 @@ class Guard:
             return
         headers = dict(scope.get("headers") or [])
         auth = headers.get(b"authorization", b"").decode("latin-1")
-        if not token_matches(self.token, auth):
+        name = self.tokens.identify(auth)
+        if name is None:
             await answer(
                 send,
                 401,
@@ -145,6 +154,12 @@ class Guard:
                 [(b"www-authenticate", b"Bearer")],
             )
             return
+        caller = caller_of(name, scope["path"], headers)
+        scope[CALLER_KEY] = caller
+        with acting_as(caller):
+            await self._admitted(scope, receive, send, headers)
+
+    async def _admitted(self, scope: Scope, receive: Receive, send: Send, headers: dict) -> None:
         limit, streamed = self.limit_for(scope["path"])
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
@@ -250,3 +265,15 @@ class Guard:
             if departure.watcher is not None:
                 departure.watcher.cancel()
             _DEPARTURE.reset(token)
+
+
+def caller_of(token_name: str, path: str, headers: dict[bytes, bytes]) -> Caller:
+    """Who a request is: its token's name, over MCP or plain HTTP. A local tool
+    holding the default token (the data folder's own: the person at this
+    computer) may say which tool it is (`HOP_HEADER`); a named token may not."""
+    transport = MCP if path == MCP_PATH or path.startswith(MCP_PATH + "/") else HTTP
+    if token_name == DEFAULT_NAME and HOP_HEADER.encode() in headers:
+        hop = parse_hop(headers[HOP_HEADER.encode()].decode("latin-1"))
+        if hop is not None:
+            return hop
+    return Caller(token_name, transport)

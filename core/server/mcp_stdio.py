@@ -132,6 +132,8 @@ class BridgingServer(MCPServer):
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
+        from core.context import HOP_HEADER, hop_header
+
         url = f"{owner.url}/mcp/{quote(self.bank, safe='')}/"
         try:
             token = owner.token()
@@ -139,7 +141,10 @@ class BridgingServer(MCPServer):
             raise ToolError(public(str(error))) from None
         try:
             # The SDK's own timeouts: 30 s to connect, 300 s between reads.
-            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            # Who asks goes along: the owner records `mcp (client)` over stdio, as here.
+            http = create_mcp_http_client(
+                headers={"Authorization": f"Bearer {token}", HOP_HEADER: hop_header()}
+            )
             async with (
                 http,
                 streamable_http_client(url, http_client=http) as (read, write, *_),

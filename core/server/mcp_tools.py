@@ -49,6 +49,7 @@ from core.server import routes_hindsight as hs
 from core.server import routes_hindsight_more as hs_more
 from core.server.admission import Admission, Busy
 from core.server.errors import public
+from core.server.mcp_caller import CallerMiddleware
 from core.server.mcp_wire import INVALID_PARAMS, screen
 from core.server.retain import check_request
 from core.server.retain import retain as retain_items
@@ -140,7 +141,12 @@ def build_mcp(
     queues to share (the HTTP app's), else the tools' own."""
     admission = admission or Admission(served.lock_of)
     server = server_class(
-        "engram", version=ENGRAM_VERSION, log_level="WARNING", instructions=INSTRUCTIONS
+        "engram",
+        version=ENGRAM_VERSION,
+        log_level="WARNING",
+        instructions=INSTRUCTIONS,
+        # Each call runs as its caller: the token's name and the client's (the journal's actor).
+        middleware=[CallerMiddleware()],
     )
     home = getattr(served.engine, "home", None)
 

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.context import ENGINE_CALLER, Caller, acting_as, current_caller
 from core.server.served import ServedBanks
 from core.types import EngramError
 
@@ -35,6 +36,7 @@ MARKS = "queued"  # in the data folder: one empty file per bank id with queued w
 # kind -> run(served, bank id, payload) -> result; each kind's module adds its own.
 Runner = Callable[[ServedBanks, str, dict[str, Any]], dict[str, Any]]
 RUNNERS: dict[str, Runner] = {}
+CALLER = "engram_caller"  # the payload's key for who queued it (core/context.py)
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,9 @@ class Operations:
         if kind not in RUNNERS:
             raise EngramError(f"no operation of kind {kind!r}")
         op_id = operation_id or str(uuid.uuid4())
+        # Who asked goes with the request: run later (after a restart too) as them.
+        caller = current_caller()
+        payload = {**payload, CALLER: {"actor": caller.actor, "transport": caller.transport}}
         held = self.served.get(bank)
         self._mark(bank)  # before the commit: a kill after it leaves the mark
         known = held.operation_queue.enqueue(op_id, kind, items_count, payload)
@@ -150,12 +155,15 @@ class Operations:
                 return
             payload = held.operation_queue.payload(op_id) or {}
             # Only from pending (or from a dead process's processing): a cancel wins.
-            if not held.operation_queue.update(op_id, "processing", only_from=("pending", "processing")):
+            if not held.operation_queue.update(
+                op_id, "processing", only_from=("pending", "processing")
+            ):
                 return
         except EngramError:
             return  # the bank went (closed, deleted): its rows wait with it
         try:
-            result = RUNNERS[record.kind](self.served, bank, payload)
+            with acting_as(_caller_of(payload)):
+                result = RUNNERS[record.kind](self.served, bank, payload)
         except Exception as error:  # reported through the operation, not lost
             self._finish(bank, op_id, "failed", error=str(error) or type(error).__name__)
         else:
@@ -165,7 +173,9 @@ class Operations:
         with contextlib.suppress(EngramError):
             held = self.served.get(bank)
             held.operation_queue.update(op_id, status, **outcome)
-            if not any(r.status in ("pending", "processing") for r in held.operation_queue.listing()):
+            if not any(
+                r.status in ("pending", "processing") for r in held.operation_queue.listing()
+            ):
                 self._unmark(bank)
 
     # -- marks: which banks have queued work ---------------------------------------------
@@ -249,3 +259,11 @@ class Operations:
         with contextlib.suppress(ValueError):
             self.served.opened.remove(self.resume)
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _caller_of(payload: dict[str, Any]) -> Caller:
+    """Who queued the operation (an operation queued before actors were kept: the engine)."""
+    said = payload.get(CALLER)
+    if isinstance(said, dict) and said.get("actor") and said.get("transport"):
+        return Caller(str(said["actor"]), str(said["transport"]))
+    return ENGINE_CALLER

@@ -17,6 +17,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
+from core.context import ENGINE_CALLER, acting_as
 from core.progress import CancelToken
 from core.types import BankNotFoundError, CancelledError
 
@@ -88,7 +89,8 @@ class ObservationRebuilds:
 
     def _rebuild(self, name: str) -> None:
         try:
-            with self._served.using(name) as bank:
+            # The engine's own upkeep: the journal says so, whoever queued it.
+            with acting_as(ENGINE_CALLER), self._served.using(name) as bank:
                 if bank.closed:
                     return  # deleted or closed while this waited for its lock
                 report = bank.rebuild_observations(cancel=self._cancel)

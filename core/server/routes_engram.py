@@ -3,14 +3,12 @@ and their history, reflection compare, curation, and snapshots.
 
 Every write names what it changed in the same `Change` shape the studio's
 panes use: `{"added": {"unit": [...]}, "updated": {...}, "removed": {...}}`.
+Who made it is the request's bearer token (its name is the audit's actor).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -30,7 +28,6 @@ from core.vocabulary import CHANNELS, LEVELS, NETWORKS
 router = APIRouter(prefix="/engram/v1", tags=["Engram"])
 BANK = "/banks/{bank_id}"
 SNAPSHOT_IMPORT_SUFFIX = "/engram/v1/snapshots/import"
-Actor = Literal["user", "agent", "system"]
 
 
 def change_dict(change: Change) -> dict[str, dict[str, list[str]]]:
@@ -257,30 +254,27 @@ class EditBody(Body):
     occurred_end: datetime | None = None
     confidence: float | None = Field(None, ge=0, le=1)
     entity_ids: list[str] | None = None
-    actor: Actor = "agent"
 
 
 @router.patch(BANK + "/units/{unit_id}")
 def edit_unit(bank_id: str, unit_id: str, body: EditBody, served: Served) -> dict[str, Any]:
     """Edit a unit; only the fields given change (audited, undoable)."""
-    given = body.model_dump(exclude_unset=True, exclude={"actor"})
-    return write(served, bank_id, lambda b: b.edit_unit(unit_id, **given, actor=body.actor))
+    given = body.model_dump(exclude_unset=True)
+    return write(served, bank_id, lambda b: b.edit_unit(unit_id, **given))
 
 
 class UnitsBody(Body):
     unit_ids: list[str] = Field(min_length=1)
-    actor: Actor = "agent"
 
 
 @router.post(BANK + "/units/delete")
 def delete_units(bank_id: str, body: UnitsBody, served: Served) -> dict[str, Any]:
-    return write(served, bank_id, lambda b: b.delete_units(body.unit_ids, actor=body.actor))
+    return write(served, bank_id, lambda b: b.delete_units(body.unit_ids))
 
 
 class RenameBody(Body):
     name: str = Field(min_length=1)
     keep_alias: bool = True
-    actor: Actor = "agent"
 
 
 @router.patch(BANK + "/entities/{entity_id}")
@@ -288,29 +282,23 @@ def rename_entity(bank_id: str, entity_id: str, body: RenameBody, served: Served
     return write(
         served,
         bank_id,
-        lambda b: b.rename_entity(
-            entity_id, body.name, keep_alias=body.keep_alias, actor=body.actor
-        ),
+        lambda b: b.rename_entity(entity_id, body.name, keep_alias=body.keep_alias),
     )
 
 
 class MergeBody(Body):
     into: str = Field(min_length=1, description="the entity that stays")
-    actor: Actor = "agent"
 
 
 @router.post(BANK + "/entities/{entity_id}/merge")
 def merge_entities(bank_id: str, entity_id: str, body: MergeBody, served: Served) -> dict[str, Any]:
-    return write(
-        served, bank_id, lambda b: b.merge_entities(entity_id, body.into, actor=body.actor)
-    )
+    return write(served, bank_id, lambda b: b.merge_entities(entity_id, body.into))
 
 
 class SplitBody(Body):
     unit_ids: list[str] = Field(min_length=1)
     name: str = Field(min_length=1)
     type: str | None = None
-    actor: Actor = "agent"
 
 
 @router.post(BANK + "/entities/{entity_id}/split")
@@ -318,9 +306,7 @@ def split_entity(bank_id: str, entity_id: str, body: SplitBody, served: Served) 
     return write(
         served,
         bank_id,
-        lambda b: b.split_entity(
-            entity_id, body.unit_ids, body.name, type=body.type, actor=body.actor
-        ),
+        lambda b: b.split_entity(entity_id, body.unit_ids, body.name, type=body.type),
     )
 
 
@@ -329,20 +315,14 @@ def retract_preview(bank_id: str, entity_id: str, served: Served) -> dict[str, A
     return to_jsonable(served.get(bank_id).retract_preview(entity_id))
 
 
-class ActorBody(Body):
-    actor: Actor = "agent"
-
-
 @router.post(BANK + "/entities/{entity_id}/retract")
-def retract(bank_id: str, entity_id: str, served: Served, body: ActorBody | None = None):
-    actor = (body or ActorBody()).actor
-    return write(served, bank_id, lambda b: b.retract_entity(entity_id, actor=actor))
+def retract(bank_id: str, entity_id: str, served: Served):
+    return write(served, bank_id, lambda b: b.retract_entity(entity_id))
 
 
 @router.post(BANK + "/entities/{entity_id}/restore")
-def restore(bank_id: str, entity_id: str, served: Served, body: ActorBody | None = None):
-    actor = (body or ActorBody()).actor
-    return write(served, bank_id, lambda b: b.restore_entity(entity_id, actor=actor))
+def restore(bank_id: str, entity_id: str, served: Served):
+    return write(served, bank_id, lambda b: b.restore_entity(entity_id))
 
 
 class PurgeBody(Body):
@@ -350,28 +330,23 @@ class PurgeBody(Body):
         description="must be true: a purge destroys the entity and everything derived "
         "from it, and cannot be undone"
     )
-    actor: Actor = "agent"
 
 
 @router.post(BANK + "/entities/{entity_id}/purge")
 def purge(bank_id: str, entity_id: str, body: PurgeBody, served: Served) -> dict[str, Any]:
     if not body.confirm:
         raise EngramError('a purge cannot be undone: send {"confirm": true} to run it')
-    return write(
-        served, bank_id, lambda b: b.purge_entity(entity_id, confirm=True, actor=body.actor)
-    )
+    return write(served, bank_id, lambda b: b.purge_entity(entity_id, confirm=True))
 
 
 @router.post(BANK + "/undo")
-def undo(bank_id: str, served: Served, body: ActorBody | None = None) -> dict[str, Any]:
-    actor = (body or ActorBody()).actor
-    return write(served, bank_id, lambda b: b.undo(actor=actor))
+def undo(bank_id: str, served: Served) -> dict[str, Any]:
+    return write(served, bank_id, lambda b: b.undo())
 
 
 @router.post(BANK + "/redo")
-def redo(bank_id: str, served: Served, body: ActorBody | None = None) -> dict[str, Any]:
-    actor = (body or ActorBody()).actor
-    return write(served, bank_id, lambda b: b.redo(actor=actor))
+def redo(bank_id: str, served: Served) -> dict[str, Any]:
+    return write(served, bank_id, lambda b: b.redo())
 
 
 @router.get(BANK + "/audit")
@@ -431,16 +406,10 @@ def reingest_document(
 # -- snapshots ----------------------------------------------------------------------
 
 
-def _temp_path(suffix: str) -> Path:
-    fd, name = tempfile.mkstemp(prefix="engram-", suffix=suffix)
-    os.close(fd)
-    return Path(name)
-
-
 @router.get(BANK + "/snapshot", response_class=FileResponse)
 def export_snapshot(bank_id: str, served: Served) -> FileResponse:
     """The whole bank as one `.engram` file, streamed."""
-    path = _temp_path(".engram")
+    path = served.transfer_path(bank_id)
     try:
         with served.using(bank_id) as bank:
             # Where the client keeps the file is not known here: say how it left.
@@ -486,7 +455,7 @@ async def import_snapshot(
     from core.server.routes_cli import NDJSON, _streamed
     from core.server.wire import encode
 
-    path = _temp_path(".engram")
+    path = served.transfer_path()
     try:
         with path.open("wb") as out:
             async for chunk in request.stream():

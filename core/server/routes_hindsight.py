@@ -721,15 +721,11 @@ def update_memory(
         if body.entities is not None:
             edits["entity_ids"] = [_entity_id(bank, name) for name in body.entities]
         if edits:
-            change = bank.edit_unit(memory_id, **edits, actor="agent")
+            change = bank.edit_unit(memory_id, **edits)
         if body.state == "invalidated" and unit.status is UnitStatus.ACTIVE:
-            change = (change or _empty()) | bank.hide_units(
-                [memory_id], actor="agent", reason=body.reason
-            )
+            change = (change or _empty()) | bank.hide_units([memory_id], reason=body.reason)
         elif body.state == "valid" and unit.status is UnitStatus.HIDDEN:
-            change = (change or _empty()) | bank.unhide_units(
-                [memory_id], actor="agent", reason=body.reason
-            )
+            change = (change or _empty()) | bank.unhide_units([memory_id], reason=body.reason)
         elif body.state == "valid" and unit.status is UnitStatus.RETRACTED:
             raise HTTPException(
                 409,
@@ -802,7 +798,7 @@ def clear_memories(
     documents stay. Audited and undoable, like any deletion in the studio."""
     with served.using(bank_id) as bank:
         ids = [u.id for u in bank.units(type, status=None, limit=None)]
-        change = bank.delete_units(ids, actor="agent") if ids else None
+        change = bank.delete_units(ids) if ids else None
     if change is not None:
         served.changed(bank.id, change)
     return m.DeleteResponse(
@@ -1013,7 +1009,7 @@ def get_document(bank_id: str, document_id: str, served: Served) -> m.DocumentRe
 def delete_document(bank_id: str, document_id: str, served: Served) -> m.DeleteDocumentResponse:
     with served.using(bank_id) as bank:
         document = stored_document(bank, document_id)
-        change = bank.delete_document(document_id, actor="agent")
+        change = bank.delete_document(document_id)
     served.changed(bank.id, change)
     return m.DeleteDocumentResponse(
         success=True,

@@ -20,7 +20,7 @@ import uvicorn
 from core.server.app import create_app
 from core.server.owner import is_loopback
 from core.server.served import ServedBanks
-from core.server.token import ENV
+from core.server.token import ENV, TokenRing
 from core.server.transport import (
     HEAD_TIMEOUT,
     MAX_CONNECTIONS,
@@ -127,7 +127,7 @@ def start_server(
     served: ServedBanks,
     host: str,
     port: int,
-    token: str,
+    token: str | TokenRing,
     *,
     certificate: Certificate | None = None,
     head_timeout: float = HEAD_TIMEOUT,
@@ -138,14 +138,15 @@ def start_server(
     accepts connections; over TLS with `certificate`. Raises InvalidInputError for
     a non-loopback host without ENGRAM_API_TOKEN (TLS or not: encryption is not
     authentication) or an unusable certificate, OSError when the address is taken.
-    `max_connections` is lowered to fit the descriptor limit (transport.connection_cap)."""
+    `token`: the one token accepted, or a `TokenRing` (the data folder's default and
+    named tokens). `max_connections` is lowered to fit the descriptor limit
+    (transport.connection_cap)."""
     check_bind(host)
     if certificate is not None:
         certificate.check()
     sock = bind_socket(host, port)
     app = create_app(served, token, **app_options)
-    stopping = threading.Event()
-    app.state.stopping = stopping  # read by the change streams (routes_cli.changes)
+    stopping = app.state.stopping  # read by the change and activity streams
     tls = (
         {"ssl_certfile": certificate.certfile, "ssl_keyfile": certificate.keyfile}
         if certificate is not None

@@ -224,6 +224,12 @@ MIGRATIONS: list[list[str]] = [
             completed_at TIMESTAMP
         )""",
     ],
+    # 8: who wrote each unit and document (the actor of the request that made it:
+    # "studio", "cli", an API token's name; core/context.py). NULL: before this version.
+    [
+        "ALTER TABLE units ADD COLUMN created_by VARCHAR",
+        "ALTER TABLE documents ADD COLUMN created_by VARCHAR",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from core import tags as tagging
+from core.context import current_caller
 from core.limits import FieldError, check_page
 from core.store.filters import like_pattern
 from core.store.order import ORDER_COLUMNS
@@ -29,7 +30,7 @@ UNIT_COLUMNS = (
     "u.id, u.text, u.network, u.occurred_start, u.occurred_end, u.mentioned_at, "
     "u.confidence, u.status, u.source_ids, u.extraction_mode, u.model, u.embedding_model, "
     "u.created_at, u.updated_at, u.access_count, u.last_accessed_at, u.document_id, u.tags, "
-    "u.metadata"
+    "u.metadata, u.created_by"
 )
 
 
@@ -131,6 +132,7 @@ def _arrow_units(
             "created_at": pa.array([now] * n, ts),
             "updated_at": pa.array([now] * n, ts),
             "access_count": pa.array([0] * n, pa.int32()),
+            "created_by": pa.array([current_caller().actor] * n, pa.string()),
             "tags": pa.array([list(u.tags) for u in units], pa.list_(pa.string())),
             "metadata": pa.array([tagging.metadata_json(u.metadata) for u in units], pa.string()),
         }
@@ -201,6 +203,7 @@ def _row_to_unit(row: tuple, entity_ids: tuple[str, ...]) -> Unit:
         document_id=row[16],
         tags=tuple(row[17] or ()),
         metadata=tagging.metadata_from(row[18]),
+        created_by=row[19] or "",
     )
 
 

@@ -161,6 +161,9 @@ def test_hide_and_unhide_from_the_detail_and_add_a_memory(qtbot, window):
     assert bank.count(Network.WORLD) == before + 1
     [added] = bank.units(Network.WORLD, text="spare badge", limit=None)
     assert [bank.entity(e).name for e in added.entity_ids] == ["Maya"]
+    # Work the studio's runner does is the studio user's: the unit and the audit say so.
+    assert added.created_by == "studio"
+    assert {e.actor for e in bank.audit(limit=3)} == {"studio"}
 
 
 @pytest.mark.slow

@@ -29,7 +29,7 @@ from tests.support.interpreter import run_python
 def test_every_key_has_a_type_help_and_a_default_its_own_check_accepts():
     assert len(SPEC) == len(DEFAULTS) >= 50
     for key, setting in SPEC.items():
-        assert key.split(".")[0] in ("retain", "recall"), key
+        assert key.split(".")[0] in ("retain", "recall", "journal"), key
         assert setting.kind in (bool, int, float, str), key
         assert len(setting.help) > 15, key
         assert setting_value(key, setting.default) == setting.default, key

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from core import EngramError, Kind
+from core import Caller, EngramError, Kind, acting_as
 from tests.support.curation import (
     dump,
     folder_contains,
@@ -137,19 +137,21 @@ def test_undo_keeps_rows_added_after_the_action(built):
 def test_audit_records_actor_time_and_states(built):
     bank, b = built
     start = datetime.now(UTC).replace(tzinfo=None) - timedelta(minutes=1)
-    bank.rename_entity(b.entities["bob"], "Robert", actor="agent")
-    bank.retract_entity(b.entities["marker"], actor="system")
+    with acting_as(Caller("support-bot", "http")):
+        bank.rename_entity(b.entities["bob"], "Robert")
+    bank.retract_entity(b.entities["marker"])
     first, second = reversed(bank.audit())
     assert (first.actor, first.action, first.target) == (
-        "agent",
+        "support-bot",
         "rename_entity",
         b.entities["bob"],
     )
     assert first.before["name"] == "Bob" and first.after["name"] == "Robert"
     assert first.recorded_at >= start
-    assert second.actor == "system" and second.after["status"] == "retracted"
+    # Outside any request: the engine called directly, as "user".
+    assert second.actor == "user" and second.after["status"] == "retracted"
     assert "retracted entity" in second.summary
-    assert bank.audit(actor="agent") == [first]
+    assert bank.audit(actor="support-bot") == [first]
     assert bank.audit(limit=1) == [second]
 
 

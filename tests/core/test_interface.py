@@ -23,6 +23,7 @@ from core.interface import (
     ENGINE,
     LOCAL,
     READS,
+    TYPE_ALIASES,
     VALUE_TYPES,
     WRITES,
 )
@@ -97,6 +98,8 @@ def test_every_value_that_crosses_the_wire_is_a_declared_value_type():
     todo: list[str] = []
 
     def visit(annotation: str, where: str) -> None:
+        for alias, meaning in TYPE_ALIASES.items():
+            annotation = re.sub(rf"\b{alias}\b", meaning, annotation)
         for word in names_in(annotation) - PLAIN:
             assert word in VALUE_TYPES or word in ("ndarray",), f"{where}: {word}"
             if word in VALUE_TYPES and word not in seen:

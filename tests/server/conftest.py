@@ -17,7 +17,7 @@ import pytest
 
 from core import Change, Engine
 from core.providers.embedder import Embedder, shared_embedder
-from core.server import ServedBanks, ServerHandle, start_server
+from core.server import ServedBanks, ServerHandle, TokenRing, start_server
 
 TOKEN = "test-token-" + "x" * 20
 
@@ -45,15 +45,21 @@ class Served:
 
 @contextmanager
 def serving(
-    home: Path, embedder: Embedder, *, headless: bool = False, **options
+    home: Path,
+    embedder: Embedder,
+    *,
+    headless: bool = False,
+    tokens: str | TokenRing = TOKEN,
+    **options,
 ) -> Iterator[Served]:
     """A server over the banks in `home`; `headless` as `engram serve` builds it
-    (no owner hears the changes), else the changes are recorded as the studio hears them."""
+    (no owner hears the changes), else the changes are recorded as the studio hears
+    them. `tokens`: the one token it accepts, or a ring (named tokens too)."""
     engine = Engine(home, embedder=embedder)
     changes: list[tuple[str, Change]] = []
     on_change = None if headless else lambda n, c: changes.append((n, c))
     banks = ServedBanks(engine, open_on_demand=True, on_change=on_change)
-    handle = start_server(banks, "127.0.0.1", 0, TOKEN, **options)
+    handle = start_server(banks, "127.0.0.1", 0, tokens, **options)
     try:
         yield Served(engine, banks, handle, changes)
     finally:

@@ -50,7 +50,7 @@ def test_a_write_returns_its_change_and_reaches_the_owner_and_its_followers(bank
     follower = bank.changes()
     start = next(follower)  # where the stream starts: nothing changed yet
     assert start.change.empty and not start.reset
-    change = bank.add_memory("Maya keeps a lemon tree on her balcony.", actor="agent")
+    change = bank.add_memory("Maya keeps a lemon tree on her balcony.")
     [unit_id] = change.added[Kind.UNIT]
     event = next(follower)
     assert event.change == change and event.seq == start.seq + 1
