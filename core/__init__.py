@@ -112,6 +112,7 @@ _EXPORTS = {
     "system_prompt": "core.reflect",
     "token_file": "core.server.token",
     "TokenRing": "core.server",
+    "transfer_path": "core.store.transfers",
     "Turn": "core.types",
     "Unit": "core.types",
     "UnitFilter": "core.store.units",

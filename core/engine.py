@@ -72,7 +72,14 @@ class Engine:
     def __init__(self, home: str | Path | None = None, embedder=None) -> None:
         self.home = Path(home) if home is not None else default_home()
         self.banks_dir = self.home / "banks"
-        self.banks_dir.mkdir(parents=True, exist_ok=True)
+        # Owner-only (core/store/private.py): no other local user reads a bank.
+        from core.store.private import repair_home
+
+        repair_home(self.home, self.banks_dir)
+        # What a killed server left of a transfer: a full copy of a bank.
+        from core.store.transfers import clean_leftovers
+
+        clean_leftovers(self.home)
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._open: dict[Path, Bank] = {}
@@ -190,7 +197,7 @@ class Engine:
         """Held while a bank name is checked and taken (create, import, rename,
         delete): two processes creating "dup" at once get one bank and one
         BankExistsError, never "dup" and "dup-2"."""
-        return FileLock(self.home / NAMES_LOCK, timeout=NAMES_LOCK_TIMEOUT)
+        return FileLock(self.home / NAMES_LOCK, timeout=NAMES_LOCK_TIMEOUT, mode=0o600)
 
     def check_name_free(self, name: str, *, but: Path | None = None) -> None:
         """Raise BankExistsError if a bank (other than the one in `but`) has `name`
@@ -239,7 +246,9 @@ class Engine:
                 # The folder's name is the id: it must not be another bank's name.
                 while any(info.name == folder.name for info in self.banks()):
                     folder = self.free_folder(f"{folder.name}-2")
-            folder.mkdir()
+            from core.store.private import private_tree
+
+            folder.mkdir(mode=0o700)
             # The label is written last: a folder without one is not a bank yet.
             try:
                 bank = self._open_folder(folder, name)
@@ -255,6 +264,7 @@ class Engine:
                         "id": bank_id or folder.name,
                     },
                 )
+                private_tree(folder)  # what the stores made under the umask
             except BaseException:
                 opened = self._open.pop(folder, None)
                 if opened is not None:
@@ -286,7 +296,9 @@ class Engine:
         from core.bank import Bank
         from core.curate.purge import finish_pending_purge
         from core.store.bank_store import BankStore
+        from core.store.private import repair_bank_folder
 
+        repair_bank_folder(folder)
         store = BankStore(folder, name, model, dim)
         bank = Bank(self, folder, store)
         try:

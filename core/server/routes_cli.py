@@ -19,10 +19,7 @@ CLI prints it and `RemoteBank` raises it again.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -146,12 +143,6 @@ def _change_of(value: Any) -> Change | None:
     return change if isinstance(change, Change) else None
 
 
-def _temp_path(suffix: str) -> Path:
-    fd, name = tempfile.mkstemp(prefix="engram-", suffix=suffix)
-    os.close(fd)
-    return Path(name)
-
-
 class Runner:
     """Runs one declared bank operation in this process, as `RemoteBank` asked."""
 
@@ -169,7 +160,7 @@ class Runner:
         llm = None
         if op.llm:
             llm = kwargs["llm"] = _language_model(self.served.engine, kwargs.get("llm"))
-        temp = _temp_path(".engram") if op.transfer == DOWNLOAD else None
+        temp = self.served.transfer_path(self.bank_id) if op.transfer == DOWNLOAD else None
         args = [temp, *self.args] if temp is not None else self.args
         try:
             if op.writes:

@@ -8,10 +8,7 @@ Who made it is the request's bearer token (its name is the audit's actor).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -409,16 +406,10 @@ def reingest_document(
 # -- snapshots ----------------------------------------------------------------------
 
 
-def _temp_path(suffix: str) -> Path:
-    fd, name = tempfile.mkstemp(prefix="engram-", suffix=suffix)
-    os.close(fd)
-    return Path(name)
-
-
 @router.get(BANK + "/snapshot", response_class=FileResponse)
 def export_snapshot(bank_id: str, served: Served) -> FileResponse:
     """The whole bank as one `.engram` file, streamed."""
-    path = _temp_path(".engram")
+    path = served.transfer_path(bank_id)
     try:
         with served.using(bank_id) as bank:
             # Where the client keeps the file is not known here: say how it left.
@@ -464,7 +455,7 @@ async def import_snapshot(
     from core.server.routes_cli import NDJSON, _streamed
     from core.server.wire import encode
 
-    path = _temp_path(".engram")
+    path = served.transfer_path()
     try:
         with path.open("wb") as out:
             async for chunk in request.stream():

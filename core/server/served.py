@@ -21,6 +21,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from core.bank import Bank
 from core.engine import Engine
@@ -150,6 +151,15 @@ class ServedBanks:
             self._locks.setdefault(key, WriteLock())
         self._tell_opened(key)
         return bank
+
+    def transfer_path(self, bank_id: str | None = None) -> Path:
+        """An owner-only file in the data folder for a snapshot sent or received
+        (of the bank `bank_id`, when one): never the shared temp folder, and a
+        kill's leftover is known to the bank's purge and removed at next start."""
+        from core import transfer_path
+
+        folder = self.get(bank_id).folder.name if bank_id is not None else ""
+        return transfer_path(self.engine.home, ".engram", folder)
 
     def open_ids(self) -> list[str]:
         """The ids of the banks served and open now."""

@@ -10,6 +10,7 @@ an interrupted export never leaves a half file under the target name.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -18,6 +19,7 @@ import socket
 import tempfile
 import zipfile
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +31,7 @@ from core.snapshot.archive import FORMAT_VERSION, MANIFEST, Manifest, Member
 from core.store.bank_store import utcnow
 from core.store.failures import is_storage_failure, storage_error
 from core.store.schema import SCHEMA_VERSION
+from core.store.transfers import leftovers
 from core.types import EngramError
 
 if TYPE_CHECKING:
@@ -162,6 +165,7 @@ def _export(
             for member in members.values():
                 check(cancel)
                 archive.write(folder / member.name, member.name)
+        os.chmod(partial, 0o600)  # a full copy of the bank: its owner's alone
         os.replace(partial, target)
         report(progress, len(members) + 1, len(members) + 1, f"wrote {target.name}")
     return manifest
@@ -221,6 +225,12 @@ def known_exports(bank: BankHandle) -> list[ExportRecord]:
                     str(entry.get("host") or ""),
                 )
             )
+    # A copy a killed server was sending (core/store/transfers.py) is one too, until
+    # the next start removes it.
+    for path in leftovers(bank.folder.parent.parent, bank.folder.name):
+        with contextlib.suppress(OSError):
+            when = datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(tzinfo=None)
+            out.append(ExportRecord(str(path), when.isoformat() + "Z", 0))
     return out
 
 

@@ -254,7 +254,7 @@ def _import(
         token = new_id()
         # The pid names who made it: a kill before its lock is taken is still cleaned up.
         temp = engine.banks_dir / f"{IMPORT_PREFIX}{os.getpid()}-{token}"
-        temp.mkdir()
+        temp.mkdir(mode=0o700)  # owner-only, as every bank folder (core/store/private.py)
         guard = _FileLock(temp / IMPORT_LOCK)
         try:
             files = snapshot.extract(temp / STAGING, progress, cancel)

@@ -29,7 +29,7 @@ GUARD_NAME = "bank.guard"
 def exclusive_lock(path: Path) -> FileLock:
     """A non-blocking, process-wide (not per-thread) lock on `path`: a bank may
     be opened on one thread and closed on another."""
-    return FileLock(path, timeout=0, thread_local=False)
+    return FileLock(path, timeout=0, mode=0o600, thread_local=False)  # owner-only
 
 
 class BankLock:
@@ -83,7 +83,8 @@ class BankLock:
     def _write(self, record: dict) -> None:
         # Written aside and renamed, so a contender never reads half a record.
         tmp = self.folder / (LOCK_NAME + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as out:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(fd, "w", encoding="utf-8") as out:
             json.dump(record, out)
             out.flush()
             os.fsync(out.fileno())
