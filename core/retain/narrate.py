@@ -121,12 +121,15 @@ _INTERJECTIONS = _wordset(
     "hahaha lol omg yay ooh oops ugh phew"
 )
 # Discourse markers that open a sentence: stripped with or without a comma.
-_MARKERS = _wordset("so well and but plus also anyway anyways honestly actually")
+_MARKERS = _wordset("so well and but plus also anyway anyways honestly actually btw")
 _PHRASES = {"of course": "yes", "for sure": "yes", "not really": "no", "no need": "no"}
+_ASIDES = frozenset({"by the way", "i mean"})
+_NOTE_ASIDE = re.compile(r"on (?:another|other|a \w+) note$")  # "On another note, …"
 # Words after which "so" is an adverb of the clause, not a marker ("So far I've…").
 _SO_ADVERB = _wordset("far much many long that")
 _HEAD = re.compile(
     r"^(?P<word>of\s+course|for\s+sure|not\s+really|no\s+need|by\s+the\s+way|you\s+know|i\s+mean"
+    r"|on\s+(?:an)?other\s+note|on\s+a\s+(?:different|side|related)\s+note"
     r"|[^\W\d_]+(?:['’][^\W\d_]+)?)(?P<stop>\s*[,!.…]+|\s*[-–—]\s|\s+|$)",
     re.IGNORECASE,
 )
@@ -160,7 +163,9 @@ def strip_opener(text: str, names: frozenset[str] = frozenset()) -> tuple[str | 
             polarity = polarity or ("yes" if word in _YES else "no")
         elif word == "so" and not pause and _next_word(rest[m.end() :]) in _SO_ADVERB:
             break  # "So far I've been fixing bugs": "so far" is the clause's
-        elif word in _INTERJECTIONS or word in _MARKERS or word in ("by the way", "i mean"):
+        elif (
+            word in _INTERJECTIONS or word in _MARKERS or word in _ASIDES or _NOTE_ASIDE.match(word)
+        ):
             pass
         elif word == "you know" or word in names:
             if not pause:

@@ -153,6 +153,8 @@ def test_reported_speech_reads_as_a_sentence() -> None:
     assert fact.text == "Bob said that Northwind signed the contract (8 May 2023)."
     [fact] = extract(("Bob", "One more thing: the crash rate went up."), ("Ann", "Cool."))
     assert fact.text == "Bob said that the crash rate went up (8 May 2023)."
+    [fact] = extract(("Bob", "On another note, btw, I just adopted a pup."), ("Ann", "Cool."))
+    assert fact.text == "Bob just adopted a pup (8 May 2023)."
     # "So far" is the clause's own adverb, not a discourse marker to strip.
     [fact] = extract(("Bob", "So far I've mostly been fixing bugs."), ("Ann", "Cool."))
     assert fact.text.startswith("So far Bob has mostly been fixing bugs")
