@@ -125,6 +125,7 @@ class GraphView(pg.PlotWidget):
         self._guide_centre = np.zeros(2)
         self._guide_radii: list[tuple[float, float]] = []
         self._guide_captions: list[pg.TextItem] = []
+        self._caption_boxes: list[QRectF] = []  # the captions shown, in scene pixels
         self._guides_shown = -1
         self.halo = pg.ScatterPlotItem(pxMode=True, pen=s.halo_pen, brush=s.no_brush)
         self.halo.setZValue(-5)
@@ -213,7 +214,8 @@ class GraphView(pg.PlotWidget):
         self._guide_centre = np.asarray(centre, dtype=np.float64)
         self._guide_radii = list(radii)
         while len(self._guide_captions) < len(radii):
-            caption = pg.TextItem("", color=self.style_.guide_text, anchor=(0.5, 1.0))
+            # Centred on the ring's top: inside Fit's margin, which frames the rings.
+            caption = pg.TextItem("", color=self.style_.guide_text, anchor=(0.5, 0.5))
             caption.setFont(self._caption_font)
             caption.setZValue(-39)
             caption.hide()
@@ -239,14 +241,10 @@ class GraphView(pg.PlotWidget):
             self.guides.setData(np.concatenate(xs), np.concatenate(ys), connect="finite")
         else:
             self.guides.setData([], [])
-        for wave, caption in enumerate(self._guide_captions, start=1):
-            rx, ry = self._guide_radii[wave - 1] if wave <= len(self._guide_radii) else (0, 0)
-            if wave <= upto and ry > 0:
-                caption.setText(f"wave {wave}")
-                caption.setPos(cx, cy + ry)
-                caption.show()
-            else:
-                caption.hide()
+        self._place_captions()
+        rank_by = self._levels if self._levels is not None else self._base_size
+        if self._guide_radii and rank_by.size == self.graph.node_count > 0:
+            self._update_labels(rank_by, force=True)  # labels keep clear of the captions shown
 
     def set_fit_nodes(self, unit_ids: Iterable[str]) -> None:
         """What Fit frames: these nodes (a recall's lit region and packed results),
@@ -259,6 +257,11 @@ class GraphView(pg.PlotWidget):
         if self.graph.node_count == 0:
             return
         framed = self.pos[self._fit_nodes] if self._fit_nodes.size else self.pos
+        if self._guide_radii:  # and the waves' rings, drawn round them (their captions on top)
+            cx, cy = self._guide_centre
+            radii = np.array(self._guide_radii)
+            framed = np.vstack((framed, np.column_stack((cx + radii[:, 0], cy + radii[:, 1]))))
+            framed = np.vstack((framed, np.column_stack((cx - radii[:, 0], cy - radii[:, 1]))))
         low, high = framed.min(axis=0), framed.max(axis=0)
         # A margin per axis for the outermost nodes and their rings (one from the
         # wider axis left a wide picture a quarter empty above and below).
@@ -531,7 +534,7 @@ class GraphView(pg.PlotWidget):
         sizes = self._sizes if self._sizes.size == n else np.full(n, 10.0)
         discs, radii = scene[drawn], sizes[drawn] / 2 + 1.0
         middle = (self.pos.min(axis=0) + self.pos.max(axis=0)) / 2
-        placed: list[QRectF] = []
+        placed = self.caption_rects()  # a label covers no wave's caption either
         chosen: list[tuple[int, str, QPointF]] = []
         for i in ordered:
             if len(chosen) == TOP_LABELS:
@@ -604,6 +607,34 @@ class GraphView(pg.PlotWidget):
             spots.append(rect)
         return spots
 
+    def _place_captions(self) -> None:
+        """Caption the rings of the waves shown, each centred on its ring's top,
+        inner first; one that would overlap an inner one's is left out (in a
+        small view the rings' tops are a few pixels apart)."""
+        vb = self.getPlotItem().getViewBox()
+        metrics = QFontMetrics(self._caption_font)
+        cx, cy = self._guide_centre
+        self._caption_boxes = []
+        for wave, caption in enumerate(self._guide_captions, start=1):
+            rx, ry = self._guide_radii[wave - 1] if wave <= len(self._guide_radii) else (0, 0)
+            rect = None
+            if wave <= self._guides_shown and ry > 0:
+                at = vb.mapViewToScene(QPointF(cx, cy + ry))
+                box = metrics.boundingRect(f"wave {wave}")
+                w, h = box.width() + LABEL_PAD_X / 2, box.height()
+                rect = QRectF(at.x() - w / 2, at.y() - h / 2, w, h)
+            if rect is None or any(rect.intersects(other) for other in self._caption_boxes):
+                caption.hide()
+                continue
+            self._caption_boxes.append(rect)
+            caption.setText(f"wave {wave}")
+            caption.setPos(cx, cy + ry)
+            caption.show()
+
+    def caption_rects(self) -> list[QRectF]:
+        """The shown wave captions' rectangles in scene pixels."""
+        return list(self._caption_boxes)
+
     def _scene_positions(self, vb) -> np.ndarray:
         """Every node's position in scene pixels (the view maps axes linearly)."""
         if self.pos.shape[0] == 0:
@@ -642,7 +673,8 @@ class GraphView(pg.PlotWidget):
                 self._lod_hidden = hidden
                 for kind, curve in self.base_curves.items():
                     curve.setVisible(self._kind_visible[kind] and not hidden)
-        # Zooming changes which labels collide: place them again.
+        # Zooming changes which captions and labels collide: place them again.
+        self._place_captions()
         if self.graph.node_count:
             rank_by = self._levels if self._levels is not None else self._base_size
             self._update_labels(rank_by, force=True)

@@ -752,3 +752,55 @@ def test_labels_never_cover_another_label_or_a_lit_node(qtbot) -> None:
     for unit in view.lit_ids():
         centre = vb.mapViewToScene(QPointF(*view.pos[g.index[unit]]))
         assert clear_of(rects, centre, view.sizes()[g.index[unit]] / 2), unit
+
+
+def test_labels_keep_clear_of_the_wave_captions(qtbot) -> None:
+    """The seed's middle child sits at the top of the first wave's ring, where its
+    caption ("wave 1") is: no label goes over the caption."""
+    w = GraphWidget()
+    qtbot.addWidget(w)
+    w.resize(640, 420)
+    w.show()
+    qtbot.waitExposed(w)
+    names = [f"c{i}" for i in range(7)]  # in this order round the ring: c3 at the top
+    nodes = [("hub", "world")] + [(x, "experience") for x in names]
+    labels = {x: f"{x}: the outage came from a schema change" for x, _ in nodes}
+    g = GraphData.build(nodes, [("hub", x, "entity", 0.9) for x in names], labels)
+    act = rerun(g, {"hub": 1.0}, decay=0.8, mu=MU, threshold=0.05, max_steps=2)
+    w.show_graph(g, activation=act, marked=names)
+    w.grab()
+    view = w.view
+    captions = view.caption_rects()
+    box = view.getPlotItem().getViewBox().sceneBoundingRect()
+    assert len(captions) == 1 and box.contains(captions[0])
+    assert len(view.labelled()) >= 4
+    assert not any(label.intersects(c) for label in view.label_rects() for c in captions)
+
+
+@pytest.mark.parametrize("size", [(900, 600), (260, 180)])
+def test_wave_captions_never_overlap(qtbot, size) -> None:
+    """Every wave's ring is captioned in a roomy view; in a small one (the recall
+    debugger's) the rings' tops are pixels apart and a caption that would
+    overlap an inner one is left out."""
+    w = GraphWidget()
+    qtbot.addWidget(w)
+    w.resize(*size)
+    w.show()
+    qtbot.waitExposed(w)
+    chain = [f"n{i}" for i in range(10)]  # one new node a wave: ten rings
+    graph = GraphData.build(
+        [(x, "world") for x in chain],
+        [(a, b, "causal", 0.9) for a, b in zip(chain, chain[1:], strict=False)],
+        {x: f"fact {x}" for x in chain},
+    )
+    act = rerun(graph, {"n0": 1.0}, decay=1.0, mu=MU, threshold=0.01, max_steps=9)
+    w.show_graph(graph, activation=act)
+    w.grab()
+    captions = w.view.caption_rects()
+    waves = len(act["waves"])
+    assert waves == 9 and 1 <= len(captions) <= waves
+    assert all(not a.intersects(b) for n, a in enumerate(captions) for b in captions[n + 1 :])
+    if size[0] >= 900:
+        assert len(captions) == waves
+    else:
+        assert len(captions) < waves

@@ -144,7 +144,7 @@ def test_a_recall_at_the_defaults_reads_wave_by_wave(qtbot, demo_state) -> None:
     by itself from the seeds alone; each wave draws exactly the nodes lit by
     then; the context appears (faint) only once spreading ends; Fit frames what
     is lit and packed and fills the view with it (the lit rings, not the faint context); labels name seeds and packed
-    results where they cover no label and no lit node; the line under the graph
+    results where they cover no label, no wave's caption and no lit node; the line under the graph
     counts waves and says why spreading stopped, in words."""
     pane = GraphPane(demo_state)
     qtbot.addWidget(pane)
@@ -188,6 +188,9 @@ def test_a_recall_at_the_defaults_reads_wave_by_wave(qtbot, demo_state) -> None:
     assert len(labelled) >= 3 and set(labelled) <= seeds | set(nb.packed)
     rects = view.label_rects()
     assert all(not a.intersects(b) for n, a in enumerate(rects) for b in rects[n + 1 :])
+    captions = view.caption_rects()  # "wave 1" … on top of the ring of each wave that lit new nodes
+    assert len(captions) == sum(bool(b - a) for a, b in zip(by_wave, by_wave[1:], strict=False))
+    assert not any(a.intersects(b) for a in rects for b in captions)
     for unit in lit:
         centre = vb.mapViewToScene(QPointF(*view.pos[nb.graph.index[unit]]))
         assert clear_of(rects, centre, view.sizes()[nb.graph.index[unit]] / 2), unit
