@@ -43,6 +43,8 @@ __all__ = [
 ]
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)*")
+# A word in any script, as names are spelled ("Tomás", "Inês").
+_ANY_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
 
 def _wordset(words: str) -> frozenset[str]:
@@ -120,10 +122,20 @@ _INTERJECTIONS = _wordset(
 )
 # Discourse markers that open a sentence: stripped with or without a comma.
 _MARKERS = _wordset("so well and but plus also anyway anyways honestly actually")
-_PHRASES = {"of course": "yes", "for sure": "yes", "not really": "no"}
+_PHRASES = {"of course": "yes", "for sure": "yes", "not really": "no", "no need": "no"}
+# Words after which "so" is an adverb of the clause, not a marker ("So far I've…").
+_SO_ADVERB = _wordset("far much many long that")
 _HEAD = re.compile(
-    r"^(?P<word>of\s+course|for\s+sure|not\s+really|by\s+the\s+way|you\s+know|i\s+mean"
-    r"|[A-Za-z]+(?:['’][A-Za-z]+)?)(?P<stop>\s*[,!.…]+|\s*[-–—]\s|\s+|$)",
+    r"^(?P<word>of\s+course|for\s+sure|not\s+really|no\s+need|by\s+the\s+way|you\s+know|i\s+mean"
+    r"|[^\W\d_]+(?:['’][^\W\d_]+)?)(?P<stop>\s*[,!.…]+|\s*[-–—]\s|\s+|$)",
+    re.IGNORECASE,
+)
+# A heading that announces the statement after its colon ("Big news: they signed",
+# "One more thing: …", "Small update from Beacon: …"): a few words ending in a noun
+# of announcing. The statement is what follows.
+_ANNOUNCER = re.compile(
+    r"^(?:[^\W\d_]+\s+){0,3}?(?:news|update|thing|question|note|reminder|heads[- ]up|fyi"
+    r"|ps|p\.s\.)(?:\s+(?:from|on|about)\s+[^:.!?]{1,30})?\s*:\s+(?=\S)",
     re.IGNORECASE,
 )
 
@@ -146,6 +158,8 @@ def strip_opener(text: str, names: frozenset[str] = frozenset()) -> tuple[str | 
             if not (pause or word in _BARE_ANSWERS):
                 break  # "Right now I'm busy", "Never been there"
             polarity = polarity or ("yes" if word in _YES else "no")
+        elif word == "so" and not pause and _next_word(rest[m.end() :]) in _SO_ADVERB:
+            break  # "So far I've been fixing bugs": "so far" is the clause's
         elif word in _INTERJECTIONS or word in _MARKERS or word in ("by the way", "i mean"):
             pass
         elif word == "you know" or word in names:
@@ -154,7 +168,16 @@ def strip_opener(text: str, names: frozenset[str] = frozenset()) -> tuple[str | 
         else:
             break
         rest = rest[m.end() :].lstrip(" ,!.…-–—")
+    announced = _ANNOUNCER.match(rest)
+    if announced and len(_WORD.findall(rest[announced.end() :])) >= 2:
+        rest = rest[announced.end() :]
+        rest = rest[:1].upper() + rest[1:]
     return polarity, rest.strip()
+
+
+def _next_word(text: str) -> str:
+    m = _WORD.match(text.lstrip())
+    return m.group(0).lower() if m else ""
 
 
 def answer_polarity(text: str) -> str | None:
@@ -393,6 +416,7 @@ def supply_subject(text: str) -> str:
     return text
 
 
+_PRONOUNS = _wordset("you he she it we they who")
 # Words that open a sentence with a capital only because they open it.
 _COMMON_OPENERS = _wordset(
     "the a an this that these those it its it's they they're their there there's here "
@@ -405,19 +429,29 @@ _COMMON_OPENERS = _wordset(
 )
 
 
-def lower_first(text: str, keep: frozenset[str] = frozenset()) -> str:
+def lower_first(text: str, keep: frozenset[str] = frozenset(), clause: bool = False) -> str:
     """`text` with its first letter in lower case when its first word is a common
     word that only opens the sentence ("The", "It", "Painting" as a verb's
-    subject), never a name (`keep`, casefolded, or any other capitalised word)."""
-    m = _WORD.search(text)
+    subject), never a name (`keep`, casefolded, or any other capitalised word).
+
+    A `clause` of reported speech lowers any first word but a name in `keep`,
+    "I" and an acronym: after "said that" the capital of "Sales events are
+    done" only opened the turn."""
+    m = _ANY_WORD.search(text)
     if not m or m.start() != 0:
         return text
     word = m.group(0)
     base = re.sub(r"['’]s$", "", word).casefold()
-    if base in keep or word.isupper():
-        return text
     low = apostrophes(word).lower()
-    if low not in _COMMON_OPENERS and not (low.endswith("ing") and len(low) > 4):
+    stem = low.split("'")[0]  # "he's", "they'll", "that's": the word before the clitic
+    if base in keep or word.isupper() or stem == "i":
+        return text
+    if (
+        not clause
+        and low not in _COMMON_OPENERS
+        and stem not in _COMMON_OPENERS | _PRONOUNS
+        and not (low.endswith("ing") and len(low) > 4)
+    ):
         return text  # maybe a name: "Tomás reviewed it" keeps its capital
     return word[0].lower() + text[1:]
 
@@ -441,8 +475,8 @@ def reported(
             return f"{speaker} suggested that they {rest}"
         if low in ("don't", "dont"):
             return f"{speaker} told {listener or 'them'} not to {rest}"
-        if low == "please":
-            return reported(rest, speaker, listener, judgment, keep)
+        if low == "please":  # "please rerun it": a request, whatever its verb
+            return f"{speaker} told {listener or 'them'} to {lower_first(rest, keep, clause=True)}"
         return f"{speaker} told {listener or 'them'} to {body[0].lower()}{body[1:]}"
     if low in ("thank", "thanks") and listener:
         rest = body[len(first) :].lstrip(" ,")
@@ -450,4 +484,4 @@ def reported(
             rest = rest[len(listener) :].lstrip(" ,")
         return f"{speaker} thanked {listener} {rest}".rstrip()
     verb = "thinks" if judgment else "said that"
-    return f"{speaker} {verb} {lower_first(body, keep)}"
+    return f"{speaker} {verb} {lower_first(body, keep, clause=True)}"

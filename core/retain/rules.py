@@ -852,6 +852,10 @@ def _plan(turns: Sequence[Turn], names: frozenset[str]) -> list[_Group]:
 
 
 _WE_WORDS = re.compile(r"\b(?:we|us|our|ours|ourselves|we['’](?:re|ve|ll|d))\b", re.IGNORECASE)
+# A name opening a statement, then a comma: the one it is said to.
+_VOCATIVE = re.compile(
+    r"^\W*(?:(?:good|ok|okay|so|and|well)[,\s]+)?(?P<name>[^\W\d_]+),\s", re.IGNORECASE
+)
 # A preference whose subject is left out: "Love that painting!", "Loved the show".
 _ELIDED_SUBJECT = re.compile(
     r"^(?:(?:totally|really|so|absolutely|definitely|just|also|still)\s+)?"
@@ -1054,6 +1058,7 @@ class _Context:
         """One statement as a fact that reads on its own (narrate.py), or None when
         it says nothing worth a memory ("Guilty!", "Don't be.")."""
         speaker = turn.speaker
+        listener = self._addressed(text, speaker) or listener
         _, stripped = strip_opener(text, self.names)
         if not stripped or not worth_keeping(stripped, self.names, answer=answer):
             return None
@@ -1073,6 +1078,15 @@ class _Context:
         if _names_speaker(full, speaker) and not _QUOTED.search(stripped):
             return full
         return reported(full, speaker, listener, _judges(stripped), self._keep())
+
+    def _addressed(self, text: str, speaker: str) -> str | None:
+        """The person a statement opens by calling ("Tomás, please rerun it"): whom
+        it is said to, whoever the turn before was."""
+        m = _VOCATIVE.match(text)
+        if not m or m["name"].casefold() not in self.persons:
+            return None
+        name = m["name"]
+        return None if name.casefold() == speaker.strip().casefold() else name
 
     def _answered(self, piece: _Piece) -> tuple[str, Network, float | None] | None:
         """A question and its answer as one statement of the one who answers."""

@@ -75,6 +75,7 @@ FILLER_WORDS = _wordset(
     congrats congratulations well done job way go luck
     sounds looks seems sound look seem like really totally absolutely definitely
     exactly indeed true agreed agree i i'm glad happy hear to love it of just
+    fine fair enough
     dear buddy pal friend man girl dude guys
     no nope nah not
     """
@@ -191,6 +192,8 @@ _PHATIC = re.compile(
             r"\b[^.!?]{0,60}",
             r"\b(?:no\s+(?:worries|problem)|any\s*time|you(?:'re|\s+are)\s+welcome|my\s+pleasure"
             r"|(?:so\s+)?sorry\s+to\s+hear(?:\s+(?:that|about\s+that|it))?)\b",
+            # agreeing without adding anything ("Agreed for now")
+            r"\bfor\s+now\b",
             # encouraging the listener
             r"\byou(?:'ve)?\s+got\s+this\b|\bgood\s+luck\b(?:\s+with\s+(?:that|it|everything))?",
             r"\bkeep\s+(?:it\s+up|going|at\s+it|up\s+the\s+(?:good|great)\s+work)\b",

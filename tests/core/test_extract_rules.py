@@ -139,6 +139,40 @@ def test_fact_is_narrative_attributed_dated_and_keeps_the_words() -> None:
     assert extract(("Ann", "Hi Bob!"), ("Bob", "Guilty!")) == []
 
 
+def test_reported_speech_reads_as_a_sentence() -> None:
+    """What another speaker said is a clause of the report, not a turn pasted in
+    after "said that": its opening word in lower case unless it is a name, an
+    announcing heading dropped, the person called by name the listener."""
+    [fact] = extract(("Bob", "He's a student at TU Berlin."), ("Ann", "Cool."))
+    assert fact.text == "Bob said that he's a student at TU Berlin (8 May 2023)."
+    [fact] = extract(("Bob", "Sales events are done."), ("Ann", "Cool."))
+    assert fact.text == "Bob said that sales events are done (8 May 2023)."
+    [fact] = extract(
+        ("Bob", "Big news: Northwind signed the contract."), ("Ann", "Cool."), known=["Northwind"]
+    )
+    assert fact.text == "Bob said that Northwind signed the contract (8 May 2023)."
+    [fact] = extract(("Bob", "One more thing: the crash rate went up."), ("Ann", "Cool."))
+    assert fact.text == "Bob said that the crash rate went up (8 May 2023)."
+    # "So far" is the clause's own adverb, not a discourse marker to strip.
+    [fact] = extract(("Bob", "So far I've mostly been fixing bugs."), ("Ann", "Cool."))
+    assert fact.text.startswith("So far Bob has mostly been fixing bugs")
+    # A name opening the statement is whom it is said to, whoever spoke last.
+    [fact] = extract(
+        ("Cy", "Hi all."), ("Bob", "Ann, please rerun the index change."), ("Ann", "Sure.")
+    )
+    assert fact.text == "Bob told Ann to rerun the index change (8 May 2023)."
+    [_, fact] = extract(
+        ("Ann", "I sent the mockups."), ("Cy", "Hi."), ("Bob", "Ann, your comments were excellent.")
+    )
+    assert fact.text == "Bob said that Ann's comments were excellent (8 May 2023)."
+    # Agreement that adds nothing is no memory; "No need" answers a yes/no question.
+    assert extract(("Ann", "Ready?"), ("Bob", "Fair enough.")) == []
+    assert extract(("Ann", "Hi Bob!"), ("Bob", "That's fine.")) == []
+    assert extract(("Ann", "Hi Bob!"), ("Bob", "Agreed for now.")) == []
+    [fact] = extract(("Ann", "Do you want a call about it?"), ("Bob", "No need."))
+    assert fact.text.startswith("Bob does not want a call about it")
+
+
 def test_image_caption_is_a_fact_of_its_own_about_what_the_speaker_shared() -> None:
     painted, shared = extract(
         ("Mel", "I painted this last week! [image: a photo of a sunset over a lake]")
