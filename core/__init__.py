@@ -104,6 +104,7 @@ _EXPORTS = {
     "SettingError": "core.config",
     "SnapshotDiff": "core.snapshot",
     "SnapshotError": "core.snapshot",
+    "PurgedInSnapshotError": "core.types",
     "STOP_REASONS": "core.vocabulary",
     "spread": "core.recall.activation",
     "start_server": "core.server",

@@ -98,6 +98,7 @@ class Engine:
         *,
         progress=None,
         cancel=None,
+        restore_purged: bool = False,
     ) -> Bank:
         """Import a `.engram` snapshot as a new bank (default: its exported name), or
         in place of the bank of that name with `replace=True` (atomic: the old bank
@@ -105,7 +106,9 @@ class Engine:
         Refuses unsafe or inconsistent files with an EngramError, changing nothing."""
         from core.snapshot.importer import import_snapshot
 
-        folder, name = import_snapshot(self, path, name, replace, progress, cancel)
+        folder, name = import_snapshot(
+            self, path, name, replace, progress, cancel, restore_purged=restore_purged
+        )
         return self._open_folder(folder, name)
 
     # -- providers -----------------------------------------------------------
@@ -313,6 +316,14 @@ class Engine:
     def is_open(self, folder: Path) -> bool:
         """Whether this process has the bank in `folder` open."""
         return folder in self._open and not self._open[folder].closed
+
+    def purged_names(self, folder: Path) -> list:
+        """What the bank in `folder` remembers it purged (core/store/purged.py)."""
+        from core.store.purged import KEY, read_records
+
+        if self.is_open(folder):
+            return self._open[folder].handle.store.meta(KEY, [])
+        return read_records(folder)
 
     def close_folder(self, folder: Path) -> None:
         """Close the bank in `folder` if this process has it open (before it is replaced)."""

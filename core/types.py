@@ -392,6 +392,11 @@ class CancelledError(EngramError):
     pass
 
 
+class PurgedInSnapshotError(EngramError):
+    """Importing this snapshot in place of the bank would bring back entities the
+    bank purged (core/store/purged.py): asked first, `restore_purged=True` goes on."""
+
+
 class StorageError(EngramError):
     """The disk refused a write (full, read-only, failing): the message says what
     was saved and what was not."""

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -28,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from app.panes.base import Pane, muted_label
 from app.state import StudioState
-from core import Bank, Change, Kind, diff_snapshots
+from core import Bank, Change, Kind, PurgedInSnapshotError, diff_snapshots
 
 if TYPE_CHECKING:
     from core import Manifest, SnapshotDiff
@@ -128,7 +129,11 @@ class SnapshotsPane(Pane):
         self.import_replace = QCheckBox("Replace the bank of that name (atomically)")
         self.import_button = QPushButton("Import a snapshot…")
         self.import_button.clicked.connect(self.choose_import)
-        self.import_result = muted_label("Imported banks open when they are complete.")
+        self.import_result = muted_label(
+            "Imported banks open when they are complete. A snapshot made before a purge"
+            " would bring back what the purge removed: replacing the bank with one, you are"
+            " asked first."
+        )
         import_box = QGroupBox("Import")
         iv = QFormLayout(import_box)
         iv.addRow("As bank", self.import_name)
@@ -241,7 +246,7 @@ class SnapshotsPane(Pane):
         if path:
             self.import_from(Path(path))
 
-    def import_from(self, path: Path) -> None:
+    def import_from(self, path: Path, restore_purged: bool = False) -> None:
         # With a remote bank open, the snapshot is uploaded to its server.
         engine, url = self.state.engine_for(), self.state.bank_url
         name = self.import_name.text().strip() or None
@@ -261,12 +266,39 @@ class SnapshotsPane(Pane):
         self.state.runner.run_job(
             f"Importing {path.name}{where}",
             lambda progress, cancel: _Imported(
-                engine.import_snapshot(path, name, replace, progress=progress, cancel=cancel),
+                engine.import_snapshot(
+                    path,
+                    name,
+                    replace,
+                    progress=progress,
+                    cancel=cancel,
+                    restore_purged=restore_purged,
+                ),
                 remote=bool(url),
             ),
             lambda imported: done(imported.bank),
-            lambda error: self._failed(self.import_result, error),
+            lambda error: self._import_failed(path, error),
         )
+
+    def _import_failed(self, path: Path, error: BaseException) -> None:
+        """A snapshot that would undo a purge is asked about (a purge is for good:
+        never undone quietly); any other failure is said."""
+        if not isinstance(error, PurgedInSnapshotError):
+            self._failed(self.import_result, error)
+            return
+        answer = QMessageBox.question(
+            self,
+            "Bring back purged entities?",
+            f"{error}.\n\nImport it anyway, bringing them back?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            self.import_from(path, restore_purged=True)
+        else:
+            self.import_result.setText(
+                f"Nothing imported: {path.name} would have brought back what the bank purged."
+            )
 
     # -- diff ----------------------------------------------------------------
 

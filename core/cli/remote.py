@@ -94,7 +94,9 @@ class RoutingEngine:
             return self.local.reembed_bank(name, progress, cancel)
         return self._remote(owner).reembed_bank(name, progress, cancel)
 
-    def import_snapshot(self, path, name=None, replace=False, *, progress=None, cancel=None):
+    def import_snapshot(
+        self, path, name=None, replace=False, *, progress=None, cancel=None, restore_purged=False
+    ):
         """A new bank is made here; a bank replaced in place is replaced by its
         owner, when one serves it (the archive is uploaded to it)."""
         target = name
@@ -104,9 +106,11 @@ class RoutingEngine:
             target = read_snapshot_manifest(path).bank_name
         owner = self.owner_of(target) if replace and target else None
         if owner is None:
-            return self.local.import_snapshot(path, name, replace, progress=progress, cancel=cancel)
+            return self.local.import_snapshot(
+                path, name, replace, progress=progress, cancel=cancel, restore_purged=restore_purged
+            )
         return self._remote(owner).import_snapshot(
-            path, name, replace, progress=progress, cancel=cancel
+            path, name, replace, progress=progress, cancel=cancel, restore_purged=restore_purged
         )
 
     def language_model(self):

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from core import Engine
-from core.cli.output import count_arg, print_json, progress_printer
+from core.cli.output import ask, count_arg, print_json, progress_printer
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,6 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--name", help="the bank's name (default: the name it was exported with)")
     imp.add_argument(
         "--replace", action="store_true", help="replace the bank of that name (atomically)"
+    )
+    imp.add_argument(
+        "--yes",
+        action="store_true",
+        help="replace even with a snapshot that brings back entities the bank purged",
     )
     imp.add_argument("--quiet", action="store_true")
     imp.set_defaults(handler=import_bank)
@@ -82,8 +87,27 @@ def list_exports(args, engine: Engine) -> int:
 
 
 def import_bank(args, engine: Engine) -> int:
+    from core import PurgedInSnapshotError
+
     progress = None if args.quiet else progress_printer("import")
-    bank = engine.import_snapshot(args.path, args.name, args.replace, progress=progress)
+    restore = args.yes
+
+    def imported():
+        return engine.import_snapshot(
+            args.path, args.name, args.replace, progress=progress, restore_purged=restore
+        )
+
+    try:
+        bank = imported()
+    except PurgedInSnapshotError as error:
+        # A purge is for good: bringing it back is asked, never done quietly.
+        print(f"engram: {error}")
+        answer = ask("Bring them back? [y/N] ", "replacing a bank with what it purged")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing imported")
+            return 1
+        restore = True
+        bank = imported()
     print(f"imported {args.path} as bank {bank.name!r} ({bank.count(status=None)} units)")
     return 0
 

@@ -41,8 +41,10 @@ from core.curate.redaction import (
     names_ever,
     plan_redactions,
 )
+from core.curate.rekey import rekey_named_ids
 from core.curate.retract import RetractPreview, retract_preview
 from core.progress import Progress, report
+from core.store import purged as purged_names
 from core.store.bank_store import utcnow
 from core.store.failures import NEXT_OPEN, is_storage_failure, storage_error
 from core.types import Change, EngramError, Kind
@@ -125,6 +127,14 @@ def _purge(
         c.execute("DELETE FROM jobs WHERE target = ?", [entity_id])
         c.execute("DELETE FROM entities WHERE id = ?", [entity_id])
         apply_plan(c, plan)
+        # Ids a caller chose may hold the name (a turn "zorblax-7"): fresh ones.
+        rekeyed = rekey_named_ids(c, matcher)
+        # Remembered without the name: an import of an older snapshot asks first.
+        bank.store.set_meta(
+            c,
+            purged_names.KEY,
+            purged_names.remember(bank.store.meta(purged_names.KEY), matcher.names),
+        )
         if matcher:
             for rowid, surface in c.execute(
                 "SELECT rowid, surface FROM entity_decisions"
@@ -154,6 +164,7 @@ def _purge(
                 "source_turns": preview.source_turns,
                 "turns_redacted": turns,
                 "units_redacted": len(plan.units),
+                "ids_rekeyed": sum(rekeyed.values()),
             },
             after={"purged": True},
         )
@@ -174,7 +185,11 @@ def _purge(
     ids = list(plan.units)
     return derived.change() | Change.of(
         removed={Kind.UNIT: purged, Kind.ENTITY: [entity_id]},
-        updated={Kind.UNIT: ids, Kind.ENTITY: neighbours, Kind.DOCUMENT: ["*"] if turns else []},
+        updated={
+            Kind.UNIT: ids,
+            Kind.ENTITY: neighbours,
+            Kind.DOCUMENT: ["*"] if turns or any(rekeyed.values()) else [],
+        },
         added={Kind.JOB: jobs},
     )
 

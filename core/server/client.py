@@ -51,6 +51,7 @@ from core.types import (
     EngramError,
     InvalidInputError,
     Kind,
+    PurgedInSnapshotError,
     StorageError,
 )
 
@@ -84,6 +85,7 @@ _ERRORS = {
         InvalidInputError,
         CancelledError,
         StorageError,
+        PurgedInSnapshotError,
     )
 }
 
@@ -722,7 +724,14 @@ class RemoteEngine:
         return self._call("reembed_bank", name, progress=progress, cancel=cancel)
 
     def import_snapshot(
-        self, path, name: str | None = None, replace: bool = False, *, progress=None, cancel=None
+        self,
+        path,
+        name: str | None = None,
+        replace: bool = False,
+        *,
+        progress=None,
+        cancel=None,
+        restore_purged: bool = False,
     ) -> RemoteBank:
         """Upload a `.engram` file; the owner imports it (progress, cancel) and serves it."""
         info = self._client.upload(
@@ -732,6 +741,7 @@ class RemoteEngine:
             cancel,
             name=name,
             replace="true" if replace else None,
+            restore_purged="true" if restore_purged else None,
         )
         return RemoteBank(self._client, info.id, info.name)
 

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from core import (
     ActivityNotFoundError,
     LanguageModelError,
+    PurgedInSnapshotError,
     ReflectionError,
     SnapshotError,
     stopped_by_disk,
@@ -50,6 +51,7 @@ STATUS: list[tuple[type[Exception], int]] = [
     (BankLockedError, 409),
     (EmbeddingMismatchError, 409),
     (InvalidInputError, 422),
+    (PurgedInSnapshotError, 409),
     (SnapshotError, 422),
     (StorageError, 507),
     (RetainFailed, 502),

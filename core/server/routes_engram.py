@@ -441,7 +441,11 @@ def _safe_filename(name: str) -> str:
     },
 )
 async def import_snapshot(
-    request: Request, served: Served, name: str | None = None, replace: bool = False
+    request: Request,
+    served: Served,
+    name: str | None = None,
+    replace: bool = False,
+    restore_purged: bool = False,
 ):
     """Upload a `.engram` file (the raw bytes as the body) to create a bank from it
     (default name: the one it was exported with), or with `replace=true` to replace
@@ -449,7 +453,8 @@ async def import_snapshot(
     the snapshot size limit; the importer validates it and changes nothing when it
     refuses it. With `Accept: application/x-ndjson` the answer streams the
     import's progress and it can be cancelled (core/server/calls.py); its value
-    is the bank's listing."""
+    is the bank's listing. A snapshot that would bring back what the replaced bank
+    purged is a 409 unless `restore_purged=true`."""
     from starlette.concurrency import run_in_threadpool
 
     from core.server.routes_cli import NDJSON, _streamed
@@ -466,7 +471,9 @@ async def import_snapshot(
 
     def work(progress=None, cancel=None):
         try:
-            bank = served.import_snapshot(path, name, replace, progress=progress, cancel=cancel)
+            bank = served.import_snapshot(
+                path, name, replace, progress=progress, cancel=cancel, restore_purged=restore_purged
+            )
         finally:
             path.unlink(missing_ok=True)
         return {"value": encode(served.info(bank.id))}, bank

@@ -312,7 +312,14 @@ class ServedBanks:
             return self.engine.reembed_bank(key, progress, cancel)
 
     def import_snapshot(
-        self, path, name: str | None = None, replace: bool = False, *, progress=None, cancel=None
+        self,
+        path,
+        name: str | None = None,
+        replace: bool = False,
+        *,
+        progress=None,
+        cancel=None,
+        restore_purged: bool = False,
     ) -> Bank:
         """Import a snapshot as a new bank, or in place of one this process opened
         (under its lock; it keeps its id), and serve it. A bank the studio has
@@ -329,14 +336,18 @@ class ServedBanks:
         except BankNotFoundError:  # nothing to replace: a new bank
             key = None
         if key is None:
-            bank = self.engine.import_snapshot(path, name, True, progress=progress, cancel=cancel)
+            bank = self.engine.import_snapshot(
+                path, name, True, progress=progress, cancel=cancel, restore_purged=restore_purged
+            )
             return self.serve_new(bank)
         self._refuse_adopted(key, "replace it there (Snapshots)")
         with self.lock(key):
             with self._guard:
                 self._banks.pop(key, None)
                 self._opened.discard(key)
-            bank = self.engine.import_snapshot(path, name, True, progress=progress, cancel=cancel)
+            bank = self.engine.import_snapshot(
+                path, name, True, progress=progress, cancel=cancel, restore_purged=restore_purged
+            )
         return self.serve_new(bank)
 
     def _refuse_adopted(self, key: str, what: str) -> None:

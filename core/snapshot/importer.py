@@ -44,11 +44,12 @@ from core.snapshot.archive import (
 )
 from core.snapshot.export import LOCAL_META, NOT_EXPORTED, memory_for_bytes
 from core.snapshot.validate import validate_tables
+from core.store import purged as purged_names
 from core.store.bank_store import BankStore, utcnow
 from core.store.failures import is_storage_failure, storage_error
 from core.store.filters import sql_string
 from core.store.lock import BankLock, exclusive_lock, is_free
-from core.types import BankExistsError, EngramError, new_id
+from core.types import BankExistsError, EngramError, PurgedInSnapshotError, new_id
 
 if TYPE_CHECKING:
     from core.providers.embedder import Embedder
@@ -97,6 +98,8 @@ class Banks(Protocol):
     def is_open(self, folder: Path) -> bool: ...
 
     def close_folder(self, folder: Path) -> None: ...
+
+    def purged_names(self, folder: Path) -> list: ...
 
 
 @functools.lru_cache(maxsize=1)
@@ -207,6 +210,7 @@ def import_snapshot(
     replace: bool = False,
     progress: Progress | None = None,
     cancel: CancelToken | None = None,
+    restore_purged: bool = False,
 ) -> tuple[Path, str]:
     """Import a snapshot as bank `name` (default: the name it was exported with);
     returns the new bank's folder and name, for the engine to open.
@@ -214,9 +218,13 @@ def import_snapshot(
     With `replace`, an existing bank of that name is replaced atomically; without,
     an existing name is refused. A snapshot embedded with another model is
     re-embedded with this engine's. Any problem raises `SnapshotError` (an
-    `EngramError`) and leaves every bank as it was."""
+    `EngramError`) and leaves every bank as it was.
+
+    A snapshot that would bring back an entity the replaced bank purged (one of
+    the names it remembers, core/store/purged.py) raises PurgedInSnapshotError
+    unless `restore_purged`; the new bank remembers what the old one purged."""
     try:
-        return _import(engine, path, name, replace, progress, cancel)
+        return _import(engine, path, name, replace, progress, cancel, restore_purged)
     except EngramError:
         raise
     except Exception as error:
@@ -232,6 +240,7 @@ def _import(
     replace: bool,
     progress: Progress | None,
     cancel: CancelToken | None,
+    restore_purged: bool = False,
 ) -> tuple[Path, str]:
     columns = schema_columns()
     known = set(columns) - NOT_EXPORTED
@@ -250,6 +259,7 @@ def _import(
             probe = BankLock(existing, name)
             probe.acquire()
             probe.release()
+        purged = engine.purged_names(existing) if existing is not None else []
         disk_space_ok(engine.banks_dir, needed_bytes(snapshot))
         token = new_id()
         # The pid names who made it: a kill before its lock is taken is still cleaned up.
@@ -259,7 +269,7 @@ def _import(
         try:
             files = snapshot.extract(temp / STAGING, progress, cancel)
             _step("extracted")
-            _build(engine, temp, name, manifest, files, progress, cancel)
+            _build(engine, temp, name, manifest, files, progress, cancel, (purged, restore_purged))
             shutil.rmtree(temp / STAGING)
             _step("built")
             folder = _commit(engine, temp, token, name, existing)
@@ -284,7 +294,9 @@ def _build(
     files: dict[str, Path],
     progress: Progress | None,
     cancel: CancelToken | None,
+    purged: tuple[list, bool] = ([], False),
 ) -> None:
+    """`purged`: what the bank replaced purged, and whether to bring it back."""
     model, dim = engine.embedding_spec
     reembed = (manifest.embedding_model, manifest.embedding_dim) != (model, dim)
     store = BankStore(temp, name, model, dim)
@@ -308,12 +320,32 @@ def _build(
                 )
         for warning in validate_tables(con, None if reembed else manifest.embedding_dim):
             log.warning("importing %s: %s", name, warning)
+        _check_purged(store, con, name, *purged)
         _index(store, progress, cancel)
         _check_consistent(store)
     except BaseException:
         store.abandon()  # a failed build must not hide its reason behind a close error
         raise
     store.close()
+
+
+def _check_purged(store, con, name: str, records: list, restore: bool) -> None:
+    """Refuse (unless `restore`) a snapshot holding an entity the bank it replaces
+    purged; the new bank keeps the old one's records."""
+    if not purged_names.valid(records):
+        return
+    back = purged_names.purged_among(records, purged_names.entity_names(con))
+    if back and not restore:
+        raise PurgedInSnapshotError(
+            f"this snapshot holds {len(back)} name(s) of entities that bank {name!r} purged"
+            " since: importing it in place of the bank brings back what the purge removed"
+            " for good. Import it under another name to look at it first, or confirm to"
+            " bring them back; nothing was imported"
+        )
+    with store.transaction() as tx:
+        store.set_meta(
+            tx.con, purged_names.KEY, purged_names.merged(store.meta(purged_names.KEY), records)
+        )
 
 
 def _largest_row_group(files: dict[str, Path]) -> int:
