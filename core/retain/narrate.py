@@ -121,12 +121,15 @@ _INTERJECTIONS = _wordset(
     "hahaha lol omg yay ooh oops ugh phew"
 )
 # Discourse markers that open a sentence: stripped with or without a comma.
-_MARKERS = _wordset("so well and but plus also anyway anyways honestly actually")
+_MARKERS = _wordset("so well and but plus also anyway anyways honestly actually btw")
 _PHRASES = {"of course": "yes", "for sure": "yes", "not really": "no", "no need": "no"}
+_ASIDES = frozenset({"by the way", "i mean"})
+_NOTE_ASIDE = re.compile(r"on (?:another|other|a \w+) note$")  # "On another note, …"
 # Words after which "so" is an adverb of the clause, not a marker ("So far I've…").
 _SO_ADVERB = _wordset("far much many long that")
 _HEAD = re.compile(
     r"^(?P<word>of\s+course|for\s+sure|not\s+really|no\s+need|by\s+the\s+way|you\s+know|i\s+mean"
+    r"|on\s+(?:an)?other\s+note|on\s+a\s+(?:different|side|related)\s+note"
     r"|[^\W\d_]+(?:['’][^\W\d_]+)?)(?P<stop>\s*[,!.…]+|\s*[-–—]\s|\s+|$)",
     re.IGNORECASE,
 )
@@ -160,7 +163,9 @@ def strip_opener(text: str, names: frozenset[str] = frozenset()) -> tuple[str | 
             polarity = polarity or ("yes" if word in _YES else "no")
         elif word == "so" and not pause and _next_word(rest[m.end() :]) in _SO_ADVERB:
             break  # "So far I've been fixing bugs": "so far" is the clause's
-        elif word in _INTERJECTIONS or word in _MARKERS or word in ("by the way", "i mean"):
+        elif (
+            word in _INTERJECTIONS or word in _MARKERS or word in _ASIDES or _NOTE_ASIDE.match(word)
+        ):
             pass
         elif word == "you know" or word in names:
             if not pause:
@@ -200,15 +205,44 @@ _WH = re.compile(
     rf"\s+(?P<aux>{_AUX})\s+you\s+(?P<rest>.+)$",
     re.IGNORECASE,
 )
-# "What's your favourite book?", "How was your weekend?"
+# "What's your favourite book?", "How was your weekend?", "How's Atlas?"
 _WH_BE = re.compile(
     r"^(?P<wh>what|who|where|which|how|when)(?:['’]s|\s+(?P<be>is|are|was|were))\s+"
-    r"(?P<rest>(?:your|the|that|this)\b.+)$",
+    r"(?P<rest>(?:your|the|that|this)\b.+|(?-i:[A-Z])[\w'’-]+(?:\s+(?-i:[A-Z])[\w'’-]+)*)$",
     re.IGNORECASE,
 )
 # "You landed on Saturday, right?", "So you're moving?"
 _TAG = re.compile(
     r"^(?:so\s+)?(?P<rest>you(?:['’](?:re|ve|ll|d))?\s+.+?)(?:,?\s*(?:right|yeah|correct|huh|no))?$",
+    re.IGNORECASE,
+)
+# "How is Atlas ingestion going?": a wh-word, a form of be, a subject, a gerund.
+_WH_ING = re.compile(
+    r"^(?P<wh>what|where|how|why)\s+(?P<be>is|are|was|were)\s+(?P<subject>(?:[\w'’-]+\s+){0,4}?"
+    r"[\w'’-]+)\s+(?P<verb>\w+ing)$",
+    re.IGNORECASE,
+)
+# "How did the migration go?": the question's last word is one of the verbs a
+# question ends on (its subject is everything between).
+_WH_DID = re.compile(
+    r"^(?P<wh>how|what|why|when|where)\s+(?P<aux>did|does)\s+(?P<subject>(?:[\w'’-]+\s+){0,4}?"
+    r"[\w'’-]+)\s+(?P<verb>go|do|say|think|happen|mean|feel|work|end|start|turn\s+out|look)$",
+    re.IGNORECASE,
+)
+# "Should I be at the design review too?", "Will Tomás join?": a person as the subject.
+_YESNO_PERSON = re.compile(
+    rf"^(?P<aux>(?i:{_AUX}))\s+(?P<subject>I|(?i:he|she)|[A-Z][\w'’-]+)\s+(?P<rest>.+)$"
+)
+# A question that only names its topic: "What about hosting?", "And Postgres?",
+# "Beacon?", "Atlas: inventory events?" (up to ABOUT_MAX_WORDS words, no verb of
+# asking, no "you").
+ABOUT_MAX_WORDS = 4
+_ABOUT = re.compile(
+    r"^(?:(?:what|how)\s+about\s+|and\s+)?(?P<topic>(?!(?:what|where|when|who|whom|how|why"
+    r"|which|anything|something|any|you|your|right|really|seriously|sorry|ok|okay|yeah|yes|no"
+    r"|huh|true|sure|again|same|" + _AUX + r")\b)[^\s?]+(?:\s+[^\s?]+){0,"
+    + str(ABOUT_MAX_WORDS - 1)
+    + r"})$",
     re.IGNORECASE,
 )
 _LEAD = re.compile(
@@ -330,12 +364,34 @@ def ask(question: str, asker: str, answerer: str, answerer_is_agent: bool) -> As
         if clauses is None:
             return None
         return Asked("wh", f"{m['wh'].lower()} {clauses[0]}")
+    m = _WH_ING.match(text)
+    if m and not m["subject"].lower().startswith("you"):
+        # "How is Atlas ingestion going?" -> how Atlas ingestion is going
+        return Asked("wh", f"{m['wh'].lower()} {voice(m['subject'])} {m['be'].lower()} {m['verb']}")
     m = _WH_BE.match(text)
     if m:
         be = (m["be"] or "is").lower()
         if answerer_is_agent:
             be = _BE_FIRST.get(be, be) if m["rest"].lower().startswith("you ") else be
         return Asked("wh", f"{m['wh'].lower()} {voice(m['rest'])} {be}")
+    m = _WH_DID.match(text)
+    if m and not m["subject"].lower().startswith("you"):
+        # "How did the migration go?" -> how the migration went
+        verb = m["verb"].lower()
+        form = past_tense(verb) if m["aux"].lower() == "did" else verb_s(verb)
+        return Asked("wh", f"{m['wh'].lower()} {voice(m['subject'])} {form}")
+    m = _YESNO_PERSON.match(text)
+    if m and m["aux"].lower() not in ("do", "does", "did", "am", "are", "were"):
+        # "Should I be at the review?" -> whether Leo should be at the review
+        who = voice(m["subject"])
+        if who.lower() != "i":
+            clauses = _clause(m["aux"], voice(m["rest"]), who, False)
+            if clauses is not None:
+                return Asked("yesno", f"whether {clauses[0]}", *clauses)
+    m = _ABOUT.match(text)
+    if m:
+        # "What about hosting?", "And Postgres?", "Atlas: inventory events?"
+        return Asked("wh", f"about {voice(m['topic'].replace(':', ''))}")
     m = _YESNO.match(text)
     if m:
         clauses = _clause(m["aux"], voice(m["rest"]), subject, answerer_is_agent)

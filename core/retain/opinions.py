@@ -293,6 +293,7 @@ def _addresses(text: str, others: frozenset[str]) -> bool:
     the answer."""
     _, answered, answer = text.rpartition(" answered: ")
     text = answer if answered else _ASKED.sub("", text, count=1)
+    text = _REPORTING.sub("", text, count=1)
     if _SECOND_PERSON.search(text):
         return True
     return any(
@@ -305,6 +306,11 @@ def _addresses(text: str, others: frozenset[str]) -> bool:
 
 # The reported question before an answer ("Mel asked Jo whether Jo has pets; …").
 _ASKED = re.compile(r'^(?:[^;"]|"[^"]*")*?\basked\b(?:[^;"]|"[^"]*")*;\s*')
+# The frame of reported speech ("Bob thinks …", "Bob said that …"): it names who
+# speaks, not whom the statement is about.
+_REPORTING = re.compile(
+    r"^[^\W\d_][\w'’-]*(?:\s+[^\W\d_][\w'’-]*)?\s+(?:thinks|said\s+that|believes)\s+"
+)
 # Month and day names, which a date label puts in every fact ("(8 May 2023)").
 _CALENDAR = wordset(
     """

@@ -153,6 +153,8 @@ def test_reported_speech_reads_as_a_sentence() -> None:
     assert fact.text == "Bob said that Northwind signed the contract (8 May 2023)."
     [fact] = extract(("Bob", "One more thing: the crash rate went up."), ("Ann", "Cool."))
     assert fact.text == "Bob said that the crash rate went up (8 May 2023)."
+    [fact] = extract(("Bob", "On another note, btw, I just adopted a pup."), ("Ann", "Cool."))
+    assert fact.text == "Bob just adopted a pup (8 May 2023)."
     # "So far" is the clause's own adverb, not a discourse marker to strip.
     [fact] = extract(("Bob", "So far I've mostly been fixing bugs."), ("Ann", "Cool."))
     assert fact.text.startswith("So far Bob has mostly been fixing bugs")
@@ -205,6 +207,37 @@ def test_a_short_answer_is_paired_with_its_question_and_attributed_to_who_answer
     assert qa.text == "Bob does not have pets (8 May 2023)."
     [qa] = extract(("Ann", "Did you go to the concert?"), ("Bob", "Yeah, with my sister."))
     assert qa.text == "Bob went to the concert: with Bob's sister (8 May 2023)."
+
+
+def test_a_question_of_any_common_form_is_reported_not_quoted() -> None:
+    """Issue 29: 'Maya asked Tomás "How is Atlas ingestion going?"; …' is a
+    transcript frame. The question is reported in indirect speech whatever its
+    subject, and one that only names its topic is asked about it."""
+
+    def asked(question: str, answer: str) -> str:
+        [qa] = extract(("Ann", question), ("Bob", answer))
+        return qa.text.rsplit(" (", 1)[0]  # without its date
+
+    assert asked("How is the ingestion going?", "The schema is done.") == (
+        "Ann asked Bob how the ingestion is going; Bob said that the schema is done"
+    )
+    assert asked("How did my talk go?", "It went great.") == (
+        "Ann asked Bob how Ann's talk went; Bob said that it went great"
+    )
+    assert asked("Bob, how's Atlas?", "Mostly quiet.") == (
+        "Ann asked Bob how Atlas is; Bob said that mostly quiet"
+    )
+    assert asked("What about hosting?", "Two virtual machines will do.") == (
+        "Ann asked Bob about hosting; Bob said that two virtual machines will do"
+    )
+    assert asked("Atlas: inventory events?", "They landed yesterday.") == (
+        "Ann asked Bob about Atlas inventory events; Bob said that they landed yesterday"
+    )
+    # A person as the subject of a yes/no question: a yes asserts it.
+    assert asked("Should I be at the review too?", "Yes.") == "Ann should be at the review too"
+    assert asked("Will Cy join us?", "No.") == "Cy will not join us"
+    # Tags and bare reactions are no topic: "Really?" is not asked "about really".
+    assert "about" not in asked("Really?", "Yes, I moved to Porto last week.")
 
 
 def test_a_long_answer_stands_alone_and_a_pure_question_is_no_fact() -> None:

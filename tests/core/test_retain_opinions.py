@@ -266,3 +266,38 @@ def test_observations_are_queued_generated_and_replaced(bank) -> None:
     assert bank.observation(priya.id) is None
     assert bank.count(Network.OBSERVATION) == 0
     assert bank.verify().ok
+
+
+@pytest.mark.slow
+def test_confidence_moves_by_the_evidence_weight_not_by_a_count(bank) -> None:
+    """Issue 29: another person's view is evidence for the agent's belief (a world
+    fact "Bob thinks …": the frame names the speaker, not the listener), weighed
+    by how plainly it bears on it; saying it again in the same conversation is
+    not a second piece of evidence, and a remark about another "it" is none."""
+    bank.set_profile(agent_name="Alice")
+    bank.ingest(one("d1", DAY, "Alice", "I think the Porto office is perfect for the team."))
+    [opinion] = bank.units(Network.OPINION, limit=None)
+    c0 = opinion.confidence
+    said = [
+        "The Porto office is perfect for the team.",
+        "We had lunch.",
+        "The Porto office would be perfect for the whole team.",
+    ]
+    turns = tuple(
+        Turn(f"d2{i}", "Bob", text, DAY + timedelta(days=1, minutes=i), "s1", i)
+        for i, text in enumerate(said)
+    )
+    bank.ingest(Document(id="", title="d2", turns=turns), mode="rules")
+    [step] = [e for e in bank.opinion_events(opinion.id) if e.relation != "formed"]
+    assert step.relation == "reinforce" and step.independence == 1.0
+    assert 0.5 < step.strength < 1.0  # similar, not the same words: less than a full step
+    [view] = [u for u in bank.units(Network.WORLD, limit=None) if "Porto" in u.text]
+    assert view.text.startswith("Bob thinks the Porto office is perfect")
+    assert step.evidence_id == view.id
+    after = bank.unit(opinion.id).confidence
+    assert after == pytest.approx(apply_evidence(c0, "reinforce", 0.1, step.strength))
+
+    # "It sounds peaceful" is about something else: the opinion does not move.
+    quiet = bank.ingest(one("d3", DAY + timedelta(days=2), "Bob", "It sounds peaceful!"))
+    assert quiet.opinion_events == 0
+    assert bank.unit(opinion.id).confidence == pytest.approx(after)
