@@ -630,15 +630,17 @@ class MainWindow(QMainWindow):
 
     def show_change(self, change) -> None:
         """What a write produced, selected where it is shown: its units in their
-        network's pane (only they listed), else its documents."""
+        network's pane (only they listed), its document in Documents (shown when
+        it wrote no units)."""
         bank = self.state.bank
         if bank is None:
             return
         units = change.added.get(Kind.UNIT) or change.updated.get(Kind.UNIT) or frozenset()
         documents = change.added.get(Kind.DOCUMENT) or change.updated.get(Kind.DOCUMENT) or ()
+        if documents:
+            pane = self.pane("documents") if units else self.show_pane("documents")
+            pane.select_document(sorted(documents)[0])
         if not units:
-            if documents:
-                self.show_pane("documents").select_document(sorted(documents)[0])
             return
         ids = sorted(units)
 

@@ -103,6 +103,7 @@ class DocumentsPane(Pane):
 
     def __init__(self, state: StudioState, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
+        self._wanted: str | None = None  # a document to select once it is listed
         self.documents: list[Any] = []
         self.table = read_only_table(HEADERS, stretch=0)
         self.table.setObjectName("documents")
@@ -190,6 +191,8 @@ class DocumentsPane(Pane):
             )
             return
         ids = [d.id for d in documents]
+        if self._wanted in ids:
+            current, self._wanted = documents[ids.index(self._wanted)], None
         row = ids.index(current.id) if current is not None and current.id in ids else 0
         self.table.selectRow(row)
         self._show_current()
@@ -236,10 +239,13 @@ class DocumentsPane(Pane):
         return self.documents[row] if 0 <= row < len(self.documents) else None
 
     def select_document(self, document_id: str) -> bool:
+        """Select it; one not listed yet (a write just made) is selected when it is."""
         for row, d in enumerate(self.documents):
             if d.id == document_id:
+                self._wanted = None
                 self.table.selectRow(row)
                 return True
+        self._wanted = document_id
         return False
 
     # -- detail --------------------------------------------------------------

@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 from PySide6.QtCore import Qt
 
-from core import Caller, Network, acting_as
+from core import Caller, Kind, Network, acting_as
 from core.server.token import add_token
 from tests.app.conftest import make_units, wait_idle
 
@@ -126,6 +126,27 @@ def test_an_agents_recall_is_watched_opened_and_replayed_after_a_retract(
     assert entry.summary.startswith("“Where does Maya live?”")
     assert [e.actor for e in activity.model.entries].count("support-bot") == 4
     assert "support-bot" in window.serving_indicator.text()  # requests/min · last actor
+
+    # A retain opened: its facts listed alone in their pane, its document selected.
+    retained = next(e for e in activity.model.entries if e.operation == "ingest")
+    [document_id] = retained.change.added[Kind.DOCUMENT]
+    activity.select_entry(retained.id)
+    assert activity.open_button.text() == "Show what it changed"
+    activity.open_button.click()
+    world, documents = window.pane("world"), window.pane("documents")
+    written = set(retained.change.added[Kind.UNIT])
+    qtbot.waitUntil(
+        lambda: world.model.rowCount() > 0
+        and all(
+            (u := world.model.unit_at(r)) is not None and u.id in written
+            for r in range(world.model.rowCount())
+        )
+    )
+    qtbot.waitUntil(
+        lambda: (d := documents.current_document()) is not None and d.id == document_id
+    )
+    assert "Oren" in documents.current_document().title
+    world.show_only(None)
 
     # Opened: the recall debugger shows the trace the agent got.
     activity.select_entry(entry.id)
