@@ -23,10 +23,11 @@ how many candidates were left waiting. The studio replays these waves; it
 does not re-simulate them.
 
 The graph is given as a `neighbours(frontier)` function returning the edges
-that touch the frontier, oriented away from it. Recall backs it with one SQL
-query per step (only the frontier's adjacency is ever loaded); the studio and
-the tests back it with an in-memory adjacency (`adjacency`). Being pure, the
-studio can re-run it live when a person moves the δ and μ sliders.
+that touch the frontier, oriented away from it; the studio and the tests back
+it with an in-memory adjacency (`adjacency`). Being pure, the studio can re-run
+it live when a person moves the δ and μ sliders. Recall runs the same rule
+over the bank's link arrays in numpy (arrayspread.py), which must give exactly
+what this gives.
 """
 
 from __future__ import annotations

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from core.recall.activation import Activation, Edge, spread
+from core.recall.activation import Activation
+from core.recall.arrayspread import spread_arrays
 from core.recall.linkgraph import LinkGraph, link_graph
 from core.recall.settings import activation_params
 from core.recall.timescore import interval_proximity
@@ -201,42 +202,42 @@ def lexical(store: BankStore, text: str, k: int, scope: Scope) -> ChannelResult:
 # -- graph ---------------------------------------------------------------------
 
 
-class ScopedNeighbours:
-    """`neighbours(frontier)` for spreading activation: the bank's links (held in
-    memory, see linkgraph.py; retain stores each link in both directions, so
-    following sources reaches every neighbour), keeping only neighbours inside
-    the scope. Scope is checked against DuckDB for each step's new neighbours,
-    so activation never passes through a retracted or filtered-out unit."""
+class ScopeMask:
+    """Which of the link graph's nodes spreading may pass through: active units of
+    the scope's networks and time (and tag scope). Checked against DuckDB once per
+    node, in one query per step for the nodes a step reaches first; the answers
+    are kept as a boolean array by graph index (arrayspread.py reads it)."""
 
-    def __init__(
-        self, store: BankStore, scope: Scope, graph: LinkGraph, entity_fan: bool = False
-    ) -> None:
-        self._entity_fan = entity_fan
+    def __init__(self, store: BankStore, scope: Scope, graph: LinkGraph) -> None:
         self._con = store.reader()
         self._scope = scope
         self._condition, self._params = scope.sql("u")
         self._graph = graph
-        self._allowed: set[str] = set()
-        self._checked: set[str] = set()
-        self.steps = 0
-        self.edges = 0
+        n = len(graph.ids)
+        self._admitted = np.zeros(n, bool)
+        self._checked = np.zeros(n, bool)
 
-    def __call__(self, frontier: Collection[str]) -> list[Edge]:
-        edges = self._graph.neighbours(list(frontier), entity_fan=self._entity_fan)
-        self.steps += 1
-        unchecked = [t for t in {e.target for e in edges} - self._checked if self._scope.admits(t)]
-        if unchecked:
-            self._allowed.update(
-                r[0]
-                for r in self._con.execute(
-                    f"SELECT u.id FROM units u WHERE u.id IN (SELECT unnest(?)) AND {self._condition}",
-                    [unchecked, *self._params],
-                ).fetchall()
-            )
-            self._checked.update(unchecked)
-        kept = [e for e in edges if e.target in self._allowed]
-        self.edges += len(kept)
-        return kept
+    def __call__(self, targets: np.ndarray) -> np.ndarray:
+        """Whether each target (graph index) may be lit."""
+        fresh = np.unique(targets[~self._checked[targets]])
+        if fresh.size:
+            ids = self._graph.ids
+            names = [ids[i] for i in fresh.tolist()]
+            if self._scope.allowed is not None:
+                names = [n for n in names if n in self._scope.allowed]
+            if names:
+                found = {
+                    r[0]
+                    for r in self._con.execute(
+                        f"SELECT u.id FROM units u WHERE u.id IN (SELECT unnest(?))"
+                        f" AND {self._condition}",
+                        [names, *self._params],
+                    ).fetchall()
+                }
+                index = self._graph.index_of
+                self._admitted[[index(n) for n in found]] = True
+            self._checked[fresh] = True
+        return self._admitted[targets]
 
 
 def graph(
@@ -264,10 +265,13 @@ def graph(
         t_load = time.perf_counter()
         state = graph_arrays.refresh(store.reader(), store.generation)
         load_ms = _ms(t_load)
-        adjacency = ScopedNeighbours(
-            store, scope, graph_arrays, bool(settings["recall.entity_fan"])
+        activation, steps_read, edges_read = spread_arrays(
+            graph_arrays,
+            seeds,
+            ScopeMask(store, scope, graph_arrays),
+            **{**activation_params(settings), "mu": mu},
+            entity_fan=bool(settings["recall.entity_fan"]),
         )
-        activation = spread(seeds, adjacency, **{**activation_params(settings), "mu": mu})
     ranked = activation.ranked(include_seeds=bool(settings["recall.graph_include_seeds"]))
     relevance = float(settings["recall.graph_relevance"])
     if relevance > 0 and ranked and vector is not None:
@@ -287,7 +291,11 @@ def graph(
         note = f"no seed reached the similarity floor {floor:g}"
     else:  # why, in words: the note is what the trace, the CLI and the debugger show
         why = STOP_REASONS.get(activation.stopped, activation.stopped)
-        note = f"nothing beyond the seeds was lit (stopped: {why})" if not ranked else f"stopped: {why}"
+        note = (
+            f"nothing beyond the seeds was lit (stopped: {why})"
+            if not ranked
+            else f"stopped: {why}"
+        )
     result = ChannelResult(
         "graph",
         [n for n, _ in ranked],
@@ -296,8 +304,8 @@ def graph(
         note,
         details={
             "activation": [activation.activation[n] for n, _ in ranked],
-            "steps_read": adjacency.steps,
-            "edges_read": adjacency.edges,
+            "steps_read": steps_read,
+            "edges_read": edges_read,
             "links": {"state": state, "ms": load_ms, "edges_held": graph_arrays.edges_held},
         },
     )
