@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from core.recall.activation import Activation
 from core.recall.arrayspread import spread_arrays
@@ -26,6 +27,7 @@ from core.recall.settings import activation_params
 from core.recall.timescore import interval_proximity
 from core.recall.trace import ChannelResult
 from core.store.bank_store import BankStore
+from core.store.exact import ExactVectors
 from core.store.filters import sql_string, sql_string_list
 from core.store.vectors import VectorHit, occurred_where
 from core.types import UnitStatus
@@ -54,6 +56,23 @@ class Scope:
     start: datetime | None = None
     end: datetime | None = None
     allowed: frozenset[str] | None = None
+    # The scope as a mask over the bank's in-memory vectors, computed once for
+    # each state of them and shared by the channels of one recall (see `mask`).
+    _masks: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def mask(self, exact: ExactVectors, state) -> np.ndarray:
+        """Which rows of `exact`'s `state` are in this scope."""
+        cached = self._masks.get("mask")
+        if cached is not None and cached[0] is state:
+            return cached[1]
+        mask = exact.mask(None if self.all_networks else self.networks, self.start, self.end, state)
+        if self.allowed is not None:
+            rows = exact.positions(pa.array(sorted(self.allowed), pa.string()), state)
+            tagged = np.zeros(len(mask), bool)
+            tagged[rows[rows >= 0]] = True
+            mask &= tagged
+        self._masks["mask"] = (state, mask)
+        return mask
 
     def admits(self, unit_id: str) -> bool:
         return self.allowed is None or unit_id in self.allowed
@@ -98,10 +117,24 @@ class Scope:
         )
 
 
+def search_index(store: BankStore) -> str:
+    """Which index answers a bank's vector searches, in words (for the trace)."""
+    exact = store.exact_vectors()
+    if exact is not None:
+        return f"exact, in memory ({len(exact):,} vectors)"
+    return "LanceDB"
+
+
 def vector_search(store: BankStore, vector: np.ndarray, k: int, scope: Scope) -> list[VectorHit]:
-    """The `k` units in `scope` nearest `vector` by cosine. A small tag scope is
-    searched exactly over its own vectors; a large one, and no tag scope, through
+    """The `k` units in `scope` nearest `vector` by cosine. A small bank is searched
+    exactly in memory (core/store/exact.py); in a large one, a small tag scope is
+    searched exactly over its own vectors, a large one, and no tag scope, through
     LanceDB's prefiltered search."""
+    exact = store.exact_vectors()
+    if exact is not None:
+        state = exact.state
+        hits = exact.search(vector, k, scope.mask(exact, state), state)
+        return [VectorHit(unit_id, similarity) for unit_id, similarity in hits]
     if scope.allowed is None:
         return store.vectors.search(vector, k, scope.lance_where())
     if not scope.allowed or k <= 0:
@@ -152,6 +185,7 @@ def semantic(store: BankStore, vector: np.ndarray, k: int, scope: Scope) -> Chan
         [h.similarity for h in hits],
         _ms(t0),
         "" if hits else "no unit in scope",
+        details={"index": search_index(store)},
     )
 
 
@@ -178,13 +212,7 @@ def lexical(store: BankStore, text: str, k: int, scope: Scope) -> ChannelResult:
         hits = store.lexical.search(text, want, networks, ids=allowed)
         if not hits:
             break
-        allowed = {
-            r[0]
-            for r in con.execute(
-                f"SELECT u.id FROM units u WHERE u.id IN (SELECT unnest(?)) AND {condition}",
-                [[h.id for h in hits], *params],
-            ).fetchall()
-        }
+        allowed = _in_scope(store, con, [h.id for h in hits], scope, condition, params)
         kept = [(h.id, h.score) for h in hits if h.id in allowed]
         if len(kept) >= k or len(hits) < want:
             break
@@ -199,14 +227,33 @@ def lexical(store: BankStore, text: str, k: int, scope: Scope) -> ChannelResult:
     )
 
 
+def _in_scope(store: BankStore, con, ids: list[str], scope: Scope, condition, params) -> set[str]:
+    """The ids in `scope`: from the scope's mask when the bank's units are in
+    memory, else asked of DuckDB."""
+    exact = store.exact_vectors()
+    if exact is not None:
+        state = exact.state
+        mask = scope.mask(exact, state)
+        rows = exact.positions(pa.array(ids, pa.string()), state)
+        return {i for i, r in zip(ids, rows.tolist(), strict=True) if r >= 0 and mask[r]}
+    return {
+        r[0]
+        for r in con.execute(
+            f"SELECT u.id FROM units u WHERE u.id IN (SELECT unnest(?)) AND {condition}",
+            [ids, *params],
+        ).fetchall()
+    }
+
+
 # -- graph ---------------------------------------------------------------------
 
 
 class ScopeMask:
     """Which of the link graph's nodes spreading may pass through: active units of
-    the scope's networks and time (and tag scope). Checked against DuckDB once per
-    node, in one query per step for the nodes a step reaches first; the answers
-    are kept as a boolean array by graph index (arrayspread.py reads it)."""
+    the scope's networks and time (and tag scope), as a boolean array by graph
+    index (arrayspread.py reads it). In a small bank, from the scope's mask over
+    the vectors in memory, at once; in a large one, checked against DuckDB once
+    per node, in one query per step for the nodes a step reaches first."""
 
     def __init__(self, store: BankStore, scope: Scope, graph: LinkGraph) -> None:
         self._con = store.reader()
@@ -216,6 +263,14 @@ class ScopeMask:
         n = len(graph.ids)
         self._admitted = np.zeros(n, bool)
         self._checked = np.zeros(n, bool)
+        exact = store.exact_vectors()
+        if exact is not None and n:
+            # A small bank's units are in memory: the whole mask at once, no query.
+            state = exact.state
+            rows = exact.positions(graph.id_array, state)
+            inside = rows >= 0
+            self._admitted[inside] = scope.mask(exact, state)[rows[inside]]
+            self._checked[:] = True
 
     def __call__(self, targets: np.ndarray) -> np.ndarray:
         """Whether each target (graph index) may be lit."""
@@ -316,6 +371,9 @@ def similarities(store: BankStore, ids: list[str], vector: np.ndarray) -> dict[s
     """Cosine similarity of each unit in `ids` to the (normalised) query vector."""
     if not ids:
         return {}
+    exact = store.exact_vectors()
+    if exact is not None:
+        return exact.similarities(ids, vector)
     rows = (
         store.reader()
         .execute("SELECT id, vector FROM units WHERE id IN (SELECT unnest(?))", [ids])

@@ -193,6 +193,11 @@ class LinkGraph:
 
     # -- reading ---------------------------------------------------------------
 
+    @property
+    def id_array(self) -> pa.Array:
+        """The node ids as an arrow array, by index."""
+        return self._id_array
+
     def index_of(self, node: str) -> int:
         """The node's index in the arrays, -1 for a node without links."""
         return self._index.get(node, -1)
