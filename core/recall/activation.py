@@ -161,6 +161,21 @@ def _better(a: float, edge: Edge, current: tuple[float, Edge] | None) -> bool:
     )
 
 
+def start(
+    seeds: Mapping[str, float], threshold: float, node_budget: int, step_budget: int
+) -> Activation:
+    """The activation before the first step: the seeds that reach the threshold,
+    the weakest dropped beyond the node budget."""
+    lit = {n: float(a) for n, a in seeds.items() if a >= threshold}
+    ordered = sorted(lit.items(), key=lambda pair: (-pair[1], pair[0]))[: max(node_budget, 0)]
+    return Activation(
+        seeds=dict(ordered),
+        activation=dict(ordered),
+        step_budget=int(step_budget) if step_budget and step_budget > 0 else 0,
+        node_budget=int(node_budget),
+    )
+
+
 def spread(
     seeds: Mapping[str, float],
     neighbours: Neighbours,
@@ -173,17 +188,8 @@ def spread(
     step_budget: int = 0,
 ) -> Activation:
     """Spread activation from `seeds`; see the module docstring for the rule."""
-    lit = {n: float(a) for n, a in seeds.items() if a >= threshold}
-    # Seeds beyond the node budget are dropped weakest first.
-    ordered = sorted(lit.items(), key=lambda pair: (-pair[1], pair[0]))[: max(node_budget, 0)]
-    lit = dict(ordered)
-    per_step = int(step_budget) if step_budget and step_budget > 0 else 0
-    result = Activation(
-        seeds=dict(lit),
-        activation=dict(lit),
-        step_budget=per_step,
-        node_budget=int(node_budget),
-    )
+    result = start(seeds, threshold, node_budget, step_budget)
+    lit, per_step = result.seeds, result.step_budget
     if not lit:
         result.stopped = "no_seeds"
         return result

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from core.recall.activation import CARRIED_PER_LIT, Activation, Carried, Step, Wave
+from core.recall.activation import CARRIED_PER_LIT, Activation, Carried, Step, Wave, start
 from core.recall.linkgraph import KINDS, LinkGraph
 
 
@@ -56,13 +56,8 @@ def spread_arrays(
     function of an index array answering one (channels.ScopeMask).
 
     Call under `graph.lock`, after `graph.refresh`."""
-    lit = {n: float(a) for n, a in seeds.items() if a >= threshold}
-    ordered = sorted(lit.items(), key=lambda pair: (-pair[1], pair[0]))[: max(node_budget, 0)]
-    lit = dict(ordered)
-    per_step = int(step_budget) if step_budget and step_budget > 0 else 0
-    result = Activation(
-        seeds=dict(lit), activation=dict(lit), step_budget=per_step, node_budget=int(node_budget)
-    )
+    result = start(seeds, threshold, node_budget, step_budget)
+    lit, per_step = result.seeds, result.step_budget
     if not lit:
         result.stopped = "no_seeds"
         return result, 0, 0

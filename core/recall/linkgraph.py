@@ -261,37 +261,14 @@ class LinkGraph:
         nodes = np.array([self._index[n] for n in frontier if n in self._index], np.int64)
         if nodes.size == 0:
             return []
-        parts: list[tuple[np.ndarray, tuple[np.ndarray, ...]]] = []
-        n_base = len(self._offsets) - 1
-        in_base = nodes[nodes < n_base]
-        if in_base.size:
-            starts = self._offsets[in_base]
-            lengths = self._offsets[in_base + 1] - starts
-            take = _ranges(starts, lengths)
-            parts.append((np.repeat(in_base, lengths), tuple(c[take] for c in self._base)))
-        if self._d_sources.size:
-            lo = np.searchsorted(self._d_sources, nodes, "left")
-            lengths = np.searchsorted(self._d_sources, nodes, "right") - lo
-            take = _ranges(lo, lengths)
-            parts.append((np.repeat(nodes, lengths), tuple(c[take] for c in self._delta)))
         ids = self.ids
-        out: list[Edge] = []
-        for sources, (targets, kinds, weights, entities) in parts:
-            if entity_fan and entities.size and self.specificity.size:
-                has = entities >= 0
-                weights = weights.copy()
-                weights[has] *= self.specificity[entities[has]]
-            out += [
-                Edge(ids[s], ids[t], KINDS[k], w)
-                for s, t, k, w in zip(
-                    sources.tolist(),
-                    targets.tolist(),
-                    kinds.tolist(),
-                    weights.tolist(),
-                    strict=True,
-                )
-            ]
-        return out
+        sources, targets, kinds, weights = self.edge_arrays(nodes, entity_fan)
+        return [
+            Edge(ids[s], ids[t], KINDS[k], w)
+            for s, t, k, w in zip(
+                sources.tolist(), targets.tolist(), kinds.tolist(), weights.tolist(), strict=True
+            )
+        ]
 
 
 def entity_specificity(con) -> dict[str, float]:
