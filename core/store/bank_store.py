@@ -253,18 +253,22 @@ class BankStore:
                 self._deferred |= tx.touched
                 if self._exact is None:  # the batch took the bank past the limit
                     pending, self._deferred = self._deferred, set()
-                    self.sync_indexes(pending)
+                    self._sync_saved(pending)
             elif tx.touched:
-                try:
-                    self.sync_indexes(set(tx.touched))
-                except Exception as error:
-                    if not is_storage_failure(error):
-                        raise
-                    raise storage_error(
-                        error,
-                        "the change was saved, but the search indexes could not follow;"
-                        f" {NEXT_OPEN} (or run `engram repair BANK`)",
-                    ) from error
+                self._sync_saved(set(tx.touched))
+
+    def _sync_saved(self, ids: set[str]) -> None:
+        """The indexes follow a committed change; a storage failure says the change is saved."""
+        try:
+            self.sync_indexes(ids)
+        except Exception as error:
+            if not is_storage_failure(error):
+                raise
+            raise storage_error(
+                error,
+                "the change was saved, but the search indexes could not follow;"
+                f" {NEXT_OPEN} (or run `engram repair BANK`)",
+            ) from error
 
     @contextmanager
     def deferred_indexes(self) -> Iterator[None]:
@@ -286,16 +290,7 @@ class BankStore:
             finally:
                 pending, self._deferred = self._deferred, None
                 if pending:
-                    try:
-                        self.sync_indexes(pending)
-                    except Exception as error:
-                        if not is_storage_failure(error):
-                            raise
-                        raise storage_error(
-                            error,
-                            "the change was saved, but the search indexes could not follow;"
-                            f" {NEXT_OPEN} (or run `engram repair BANK`)",
-                        ) from error
+                    self._sync_saved(pending)
 
     def _follow_exact(self, ids: set[str]) -> None:
         rows = (
