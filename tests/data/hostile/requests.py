@@ -249,6 +249,8 @@ class ToolCase:
     tool: str
     arguments: dict[str, Any]
     names: str  # what the error must name
+    # A tool only a server of many banks offers (`engram mcp BANK` serves one).
+    many_banks: bool = False
 
 
 MCP_TOOLS: dict[str, ToolCase] = {
@@ -275,6 +277,9 @@ MCP_TOOLS: dict[str, ToolCase] = {
     "timestamp-overflow": ToolCase(
         "retain", {"content": "bees", "timestamp": "9999-12-31T23:00:00-14:00"}, "timestamp"
     ),
+    "timestamp-overflow-early": ToolCase(
+        "retain", {"content": "bees", "timestamp": "0001-01-01T01:00:00+14:00"}, "timestamp"
+    ),
     "timestamp-garbage": ToolCase(
         "retain", {"content": "bees", "timestamp": "last tuesday-ish"}, "timestamp"
     ),
@@ -291,6 +296,28 @@ MCP_TOOLS: dict[str, ToolCase] = {
     "list-offset-negative": ToolCase("list_memories", {"offset": -1}, "offset"),
     "list-limit-huge": ToolCase("list_memories", {"limit": 10**6}, "limit"),
     "list-q-surrogate": ToolCase("list_memories", {"q": "\ud800"}, "q"),
+    "documents-offset-huge": ToolCase("list_documents", {"offset": 10**21}, "offset"),
+    "update-text-surrogate": ToolCase(
+        "update_memory", {"memory_id": "m1", "text": "bees \ud800"}, "text"
+    ),
+    "update-text-over-limit": ToolCase(
+        "update_memory", {"memory_id": "m1", "text": "x" * BIG}, "text"
+    ),
+    "delete-document-surrogate": ToolCase(
+        "delete_document", {"document_id": "d\udfff"}, "document_id"
+    ),
+    "create-bank-name-surrogate": ToolCase(
+        "create_bank", {"bank": "new\ud800"}, "bank", many_banks=True
+    ),
+    "create-bank-mission-surrogate": ToolCase(
+        "create_bank", {"bank": "new", "mission": "keep \ud800"}, "mission", many_banks=True
+    ),
+    "create-bank-agent-name-surrogate": ToolCase(
+        "create_bank", {"bank": "new", "name": "\udfff"}, "name", many_banks=True
+    ),
+    "create-bank-mission-over-limit": ToolCase(
+        "create_bank", {"bank": "new", "mission": "m" * 20_001}, "mission", many_banks=True
+    ),
 }
 
 # Raw stdin lines for `engram mcp` (after the handshake): each must be answered
