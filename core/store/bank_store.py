@@ -38,6 +38,7 @@ from core.store.schema import migrate
 from core.types import EmbeddingMismatchError, VerifyReport
 
 if TYPE_CHECKING:
+    from core.store.exact import ExactVectors
     from core.store.vectors import VectorIndex
 
 DB_NAME = "bank.duckdb"
@@ -138,6 +139,10 @@ class BankStore:
         # a second and more to import.
         self._vectors: VectorIndex | None = None
         self._lexical: LexicalIndex | None = None
+        # A small bank's vectors in memory too (exact.py); None: not loaded, or
+        # the bank is past the limit (then `_exact_checked` says so).
+        self._exact: ExactVectors | None = None
+        self._exact_checked = False
 
     @property
     def vectors(self) -> VectorIndex:
@@ -169,6 +174,38 @@ class BankStore:
             except BaseException:
                 self._close_indexes()
                 raise
+
+    def exact_vectors(self) -> ExactVectors | None:
+        """The bank's vectors in memory (exact.py) when it holds at most
+        EXACT_MAX_UNITS units, loaded on first use; None above that."""
+        if self._exact is not None or self._exact_checked:
+            return self._exact
+        with self._write_lock:
+            if self._exact is None and not self._exact_checked:
+                self._load_exact()
+        return self._exact
+
+    def _load_exact(self) -> None:
+        # Under the write lock: no commit can land between this read and the
+        # first update `_index_chunk` makes.
+        from core.store.exact import EXACT_MAX_UNITS, ExactVectors
+
+        con = self.reader()
+        self._exact_checked = True
+        if con.execute("SELECT count(*) FROM units").fetchall()[0][0] > EXACT_MAX_UNITS:
+            self._exact = None
+            return
+        exact = ExactVectors(self.dim)
+        exact.load(
+            con.sql(
+                "SELECT id, vector, network, status, occurred_start, occurred_end FROM units"
+            ).to_arrow_table()
+        )
+        self._exact = exact
+
+    def _forget_exact(self) -> None:
+        """Drop the in-memory vectors (reloaded on next use): after a rebuild."""
+        self._exact, self._exact_checked = None, False
 
     def _close_indexes(self) -> None:
         lexical, self._vectors, self._lexical = self._lexical, None, None
@@ -307,6 +344,14 @@ class BankStore:
         )
         self.vectors.delete(gone)
         self.vectors.upsert(vector_rows)
+        exact = self._exact
+        if exact is not None:
+            from core.store.exact import EXACT_MAX_UNITS
+
+            if len(exact) + vector_rows.num_rows > EXACT_MAX_UNITS:
+                self._exact = None  # past the limit: searches go to LanceDB
+            else:
+                exact.update(vector_rows, gone)
         self.lexical.delete(gone)
         self.lexical.upsert(
             zip(
@@ -398,6 +443,7 @@ class BankStore:
 
         with self._write_lock:
             self.sync_indexes()
+            self._forget_exact()
             vectors_dir, bm25_dir = self.folder / VECTORS_DIR, self.folder / BM25_DIR
             fresh_vectors, fresh_bm25 = rebuild.build_fresh(
                 self.reader(), vectors_dir, bm25_dir, self.dim
