@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import subprocess
 import sys
@@ -14,7 +13,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PUBLIC_INDEX = "https://pypi.org/simple"
 GPU_STACK = re.compile(r"^(nvidia-.*|.*cuda.*|triton|torch)$", re.IGNORECASE)
 
 
@@ -27,26 +25,15 @@ def wheel_requirements() -> list[str]:
 
 
 @pytest.mark.slow
-def test_installing_from_the_public_index_pulls_no_gpu_stack(tmp_path):
+@pytest.mark.late  # started when collection ended (tests/packaging/public_index.py)
+def test_installing_from_the_public_index_pulls_no_gpu_stack(public_index_dry_run):
     requirements = wheel_requirements()
     assert any(r.startswith("onnxruntime") for r in requirements)
-    report = tmp_path / "report.json"
-    # Only the public index: no local wheel folders or extra indexes from pip's config.
-    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": ""}
-    env.pop("PIP_EXTRA_INDEX_URL", None)
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-            "--quiet", "--report", str(report), "--index-url", PUBLIC_INDEX, *requirements,
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )  # fmt: skip
+    done = public_index_dry_run
     if done.returncode != 0 and "NewConnectionError" in done.stderr:
         pytest.skip("the public package index is not reachable")
     assert done.returncode == 0, done.stderr[-2000:]
+    report = done.report
     names = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]
     assert "onnxruntime" in names
     assert [n for n in names if GPU_STACK.match(n)] == []
