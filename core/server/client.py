@@ -459,12 +459,17 @@ class RemoteBank:
             report = value
         return report
 
-    def export_snapshot(self, path, *, progress=None, cancel=None):
+    def export_snapshot(
+        self, path, *, progress=None, cancel=None, record_as=None, record_host: str = ""
+    ):
         """The owner writes the snapshot (progress, cancel), then it streams into
-        `path` here; the bank records the export under this machine's path."""
+        `path` here; the bank records the export under this machine's path (or
+        `record_as`, as `Bank.export_snapshot` does: "" records nothing)."""
         target = Path(path)
         op = BANK["export_snapshot"]
-        kwargs = {"record_as": str(target.resolve()), "record_host": socket.gethostname()}
+        if record_as is None:
+            record_as, record_host = str(target.resolve()), socket.gethostname()
+        kwargs = {"record_as": record_as, "record_host": record_host}
         manifest, event = self._call(op, [], kwargs, progress, cancel)
         self._client.download(event["download"], target, progress, cancel)
         return manifest
