@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import io
 import re
 import shutil
@@ -25,7 +26,8 @@ import httpx
 import pytest
 
 from core import Engine
-from core.cli import main as cli_main
+from core.cli import build_parser
+from core.cli import run as cli_run
 from tests.support.remote import engram_serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,21 +39,46 @@ TOKEN = "routed-commands-token-" + "z" * 20
 pytestmark = pytest.mark.slow
 
 
+@functools.cache
+def parser():
+    """`engram`'s parser, as `core.cli.main` builds it: once (~60 ms a build)."""
+    return build_parser()[0]
+
+
 def run_cli(*args: str) -> tuple[int, str, str]:
+    """`engram ARGS` in this process, as `core.cli.main` runs it."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli_main(list(args))
+        parsed = parser().parse_args(list(args))
+        code = cli_run(parsed, parser())
     return code, out.getvalue(), err.getvalue()
 
 
+# The first lines of three demo conversations: every command has facts, entities,
+# observations and two documents to work on, and each write (a rebuild of the
+# observations, a re-ingest) costs what a small bank costs, not the whole demo's.
+EXCERPTS = {"01-march-kickoff.txt": 14, "02-april-planning.txt": 10, "04-may-rotterdam.txt": 8}
+
+
 @pytest.fixture(scope="module")
-def homes(tmp_path_factory, embedder):
+def sources(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("sources")
+    files = {}
+    for name, lines in EXCERPTS.items():
+        text = (DEMO / name).read_text(encoding="utf-8").splitlines()[:lines]
+        files[name] = folder / name
+        files[name].write_text("\n".join(text) + "\n", encoding="utf-8")
+    return files
+
+
+@pytest.fixture(scope="module")
+def homes(tmp_path_factory, embedder, sources):
     """(served home, direct home): the same bank, with the same ids, in both."""
     served = tmp_path_factory.mktemp("served")
     with Engine(served, embedder=embedder) as engine:
         bank = engine.create_bank(BANK)
         for name in ("01-march-kickoff.txt", "02-april-planning.txt"):
-            bank.ingest(DEMO / name, mode="rules")
+            bank.ingest(sources[name], mode="rules")
         bank.process_jobs()  # its observations, with the same ids in both banks
     direct = tmp_path_factory.mktemp("direct")
     shutil.copytree(served, direct, dirs_exist_ok=True)
@@ -198,7 +225,7 @@ STEPS: list[tuple[str, tuple[str, ...]]] = [
     ("delete", ("delete", BANK, "{other_unit}", "--no-jobs")),
     ("documents-delete-preview", ("documents", "delete", BANK, "{document}", "--preview")),
     ("documents-delete", ("documents", "delete", BANK, "{document}", "--yes", "--no-jobs")),
-    ("ingest", ("ingest", BANK, str(DEMO / "04-may-rotterdam.txt"), "--mode", "rules", "--quiet")),
+    ("ingest", ("ingest", BANK, "{fresh}", "--mode", "rules", "--quiet")),
     ("documents-reingest", ("documents", "reingest", BANK, "{kept_document}", "--mode", "rules")),
     ("audit", ("audit", BANK)),
     ("audit-json", ("audit", BANK, "--json")),
@@ -223,7 +250,7 @@ def fill(args: tuple[str, ...], home: Path, picks: dict[str, str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def picks(homes, known) -> dict[str, str]:
+def picks(homes, known, sources) -> dict[str, str]:
     """Facts, entities and a document named by id, the same in both banks."""
     with Engine(homes[1]) as engine:
         bank = engine.open_bank(BANK)
@@ -239,8 +266,55 @@ def picks(homes, known) -> dict[str, str]:
         "purged": entities[-1].id,
         "document": documents[0].id,
         "kept_document": documents[1].id,
+        "fresh": str(sources["04-may-rotterdam.txt"]),
     }
 
+
+# Steps that write nothing a rebuild follows (reads, previews, refusals): no
+# settling after them. A write wrongly listed here leaves the direct bank's rebuild
+# pending while the owner has run its own, and a later listing tells them apart.
+READS = {
+    "banks",
+    "banks-json",
+    "memories-list",
+    "memories-list-json",
+    "memories-list-filtered",
+    "memories-list-entity",
+    "entities",
+    "entities-json",
+    "entities-search",
+    "entities-hints",
+    "documents-list",
+    "documents-list-json",
+    "documents-show",
+    "documents-show-json",
+    "recall",
+    "opinions",
+    "reflections",
+    "audit-empty",
+    "config-keys",
+    "config-show",
+    "config-show-changed",
+    "verify",
+    "verify-json",
+    "jobs-list",
+    "snapshots-none",
+    "edit-unknown-entity",
+    "memories-list-hidden",
+    "retract-preview",
+    "retract-preview-json",
+    "memories-list-retracted",
+    "jobs-list-queued",
+    "documents-delete-preview",
+    "audit",
+    "audit-json",
+    "snapshots",
+    "diff-snapshot-bank",
+    "memories-list-after-import",
+    "activity-recall",
+    "bad-unit",
+    "bad-entity",
+}
 
 # Steps that print nothing when they work (--quiet).
 QUIET = {"import-replace"}
@@ -279,6 +353,7 @@ def test_a_routed_command_prints_what_a_direct_run_prints(
         )
     )
     assert (code_r != 0) == (step in REFUSED), err_r
-    settle(homes)
+    if step not in READS:
+        settle(homes)
     assert out_r or err_r.strip() or step in QUIET, "the command said nothing"
     assert "cannot go through" not in err_r and "another process" not in err_r
