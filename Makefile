@@ -73,13 +73,18 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check core app tests benchmarks
 	$(BIN)/lint-imports
 
+# Three test processes on two cores: a worker spends ~40% of its time waiting
+# (servers starting, crash loops, a client's timeouts), and a third one runs
+# while the others wait (`make test WORKERS=2` to compare).
+WORKERS ?= 3
+
 unit: $(VENV)/.installed-dev $(DATA)
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n $(WORKERS)
 
 test: lint unit
 
 fast: $(VENV)/.installed-dev $(DATA)
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 -m "not slow"
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n $(WORKERS) -m "not slow"
 
 check: lint fast
 

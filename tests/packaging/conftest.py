@@ -18,6 +18,9 @@ def dry_run_folder(config: pytest.Config) -> Path:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    # Not for --collect-only: no test would read it (and each such run would start one).
+    if session.config.option.collectonly:
+        return
     if any(item.name == DRY_RUN_TEST for item in session.items):
         from tests.packaging.test_install import wheel_requirements
 
