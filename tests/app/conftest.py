@@ -40,6 +40,9 @@ def _temporary_qsettings(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @pytest.fixture(autouse=True)
 def _studio_app(qapp: QApplication) -> Iterator[None]:
+    from app import collector
+
+    collector.install(qapp)  # as the studio does: no Qt object freed on a worker thread
     qapp.setOrganizationName("Engram")
     qapp.setApplicationName("Engram Studio")
     QSettings().clear()
