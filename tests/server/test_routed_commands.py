@@ -324,16 +324,24 @@ QUIET = {"import-replace"}
 REFUSED = {"edit-unknown-entity", "bad-unit", "bad-entity"}
 
 
-@pytest.mark.parametrize(("step", "args"), STEPS, ids=[s[0] for s in STEPS])
-def test_a_routed_command_prints_what_a_direct_run_prints(
-    homes, known, picks, server, step, args, monkeypatch
+def test_every_routed_command_prints_what_a_direct_run_prints(
+    homes, known, picks, server, monkeypatch
 ):
+    """The steps in order, in one test: each sees what the ones before it wrote, so
+    they cannot be split among xdist's workers or picked out with -k."""
     from core.server.owner import find_owner
 
     monkeypatch.setenv("ENGRAM_API_TOKEN", TOKEN)
+    served = homes[0]
+    for step, args in STEPS:
+        owner = find_owner(served, BANK)
+        assert owner is not None and owner.url == server, f"{step}: the server lost the bank"
+        check_step(step, args, homes, known, picks)
+
+
+def check_step(step, args, homes, known, picks) -> None:
+    """One step run directly, then routed: the same exit code and output."""
     served, direct = homes
-    owner = find_owner(served, BANK)
-    assert owner is not None and owner.url == server, "the server does not own the bank"
     code_d, out_d, err_d = run_cli("--home", str(direct), *fill(args, direct, picks))
     code_r, out_r, err_r = run_cli("--home", str(served), *fill(args, served, picks))
 
@@ -344,7 +352,7 @@ def test_a_routed_command_prints_what_a_direct_run_prints(
     routed, direct_seen = seen(code_r, out_r, err_r), seen(code_d, out_d, err_d)
     if any("<new" in part for part in (*routed[1:], *direct_seen[1:])):
         routed, direct_seen = unordered(routed), unordered(direct_seen)
-    assert routed == direct_seen, "\n".join(
+    assert routed == direct_seen, f"step {step}:\n" + "\n".join(
         difflib.unified_diff(
             "\n".join(map(str, direct_seen)).splitlines(),
             "\n".join(map(str, routed)).splitlines(),
@@ -353,8 +361,8 @@ def test_a_routed_command_prints_what_a_direct_run_prints(
             lineterm="",
         )
     )
-    assert (code_r != 0) == (step in REFUSED), err_r
+    assert (code_r != 0) == (step in REFUSED), f"step {step}: {err_r}"
     if step not in READS:
         settle(homes)
-    assert out_r or err_r.strip() or step in QUIET, "the command said nothing"
-    assert "cannot go through" not in err_r and "another process" not in err_r
+    assert out_r or err_r.strip() or step in QUIET, f"step {step}: the command said nothing"
+    assert "cannot go through" not in err_r and "another process" not in err_r, err_r
