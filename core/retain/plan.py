@@ -46,7 +46,7 @@ from core.retain.opinions import (
 )
 from core.store.bank_store import utcnow
 from core.store.filters import sql_string_list
-from core.types import Document, Network, NewUnit, Turn, new_id
+from core.types import FACT_NETWORKS, Document, Network, NewUnit, Turn, new_id
 
 if TYPE_CHECKING:
     from core.handle import BankHandle
@@ -54,8 +54,7 @@ if TYPE_CHECKING:
 # The vector index is asked for this many neighbours per new fact (semantic
 # links and near-duplicates are taken from them).
 SEARCH_K = 8
-FACT_NETWORKS = ("world", "experience", "opinion")
-FACT_NETWORKS_SQL = "('world', 'experience', 'opinion')"
+FACT_NETWORKS_SQL = "(" + ", ".join(f"'{n.value}'" for n in FACT_NETWORKS) + ")"
 ACTIVE_FACTS = f"status = 'active' AND network IN {FACT_NETWORKS_SQL}"
 
 

@@ -5,23 +5,17 @@ from __future__ import annotations
 
 import random
 
-import duckdb
 import numpy as np
 import pytest
 
 from core.recall.activation import spread
 from core.recall.arrayspread import spread_arrays
 from core.recall.linkgraph import KINDS, LinkGraph
+from tests.support.links import link_tables
 
 
 def _bank_links(rng: random.Random, nodes: int, links: int):
-    con = duckdb.connect()
-    con.execute(
-        "CREATE TABLE links (source VARCHAR, target VARCHAR, kind VARCHAR, weight DOUBLE,"
-        " entity_id VARCHAR, relation VARCHAR)"
-    )
-    con.execute("CREATE TABLE units (id VARCHAR)")
-    con.execute("CREATE TABLE mentions (unit_id VARCHAR, entity_id VARCHAR, surface VARCHAR)")
+    con = link_tables()
     names = [f"u{rng.randrange(10**6):06d}-{i}" for i in range(nodes)]
     rows = []
     for _ in range(links):
