@@ -252,6 +252,31 @@ def test_selecting_a_fact_selects_it_everywhere(qtbot, studio, small_bank) -> No
     assert pane.channel_tables["lexical"].selected_unit() is None
 
 
+def test_a_new_recall_starts_with_nothing_selected_and_selects_nothing(
+    qtbot, studio, small_bank
+) -> None:
+    """Showing a second recall while a fact of the first is selected empties the lists
+    first: no selection is carried into (or re-announced by) the new rows, which
+    re-selecting per replaced cell did (seconds for a real recall's lists)."""
+    pane = RecallDebuggerPane(studio)
+    qtbot.addWidget(pane)
+    result = make_result(small_bank)
+    with qtbot.waitSignal(pane.graph.layout_ready, timeout=10_000):
+        pane.show_result(result, of_trace(small_bank, result.trace, result.unit_ids))
+    pane.fused_table.selectRow(0)
+    assert pane.selected is not None
+    announced: list[str] = []
+    for table in (*pane.channel_tables.values(), pane.fused_table):
+        table.unit_selected.connect(announced.append)
+    with qtbot.waitSignal(pane.graph.layout_ready, timeout=10_000):
+        pane.show_result(result, of_trace(small_bank, result.trace, result.unit_ids))
+    assert announced == []
+    assert pane.selected is None
+    for table in (*pane.channel_tables.values(), pane.fused_table):
+        assert table.selected_unit() is None
+    assert pane.fused_table.unit_ids() == [f["id"] for f in result.trace.to_dict()["fused"]]
+
+
 def test_recall_runs_in_the_runner_with_the_form_options(
     qtbot, studio, small_bank, monkeypatch
 ) -> None:
