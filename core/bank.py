@@ -217,7 +217,7 @@ class Bank:
         """A page of units. Filters: status, entity, start, end, text, mode,
         min_confidence, max_confidence, ids (see `UnitFilter`)."""
         flt = UnitFilter(network=network, **filters)
-        return select_units(self.store.reader(), flt, order, descending, offset, limit)
+        return select_units(self.store.counted_reader(), flt, order, descending, offset, limit)
 
     def count(
         self, network: Network | str | Sequence[Network | str] | None = None, **filters: Any
@@ -242,7 +242,7 @@ class Bank:
         """These units (any status) by id; ids not stored are left out."""
         from core.store.units import get_units
 
-        return get_units(self.store.reader(), list(unit_ids))
+        return get_units(self.store.counted_reader(), list(unit_ids))
 
     def tag_counts(
         self, q: str | None = None, *, offset: int = 0, limit: int | None = 100

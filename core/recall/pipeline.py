@@ -11,7 +11,8 @@ fusion, and their names are left out of the text the semantic channel embeds.
 Each stage is a function here (`_request`, `_speakers`, `_retrieve`, `_fuse`,
 `_rerank`, `_pack`, `_observations`; `_stages` runs them in order) and records
 what it did in the typed trace (core/recall/trace.py), so a person can see why
-each fact was returned and why others were not. The one write is the access count of what was returned (`count_access`).
+each fact was returned and why others were not. The one write is the access count of what was returned (`count_access`),
+made in the background (core/store/access.py).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from core.recall.trace import (
 )
 from core.store.bank_store import utcnow
 from core.store.tagged import allowed_units
-from core.store.units import get_units, get_vectors, record_access
+from core.store.units import get_units, get_vectors
 from core.tags import TagScope, describe
 from core.timeparse import naive_utc
 from core.types import InvalidInputError, Network, Unit, UnitStatus
@@ -140,8 +141,8 @@ def recall(
     if count_access:
         ids = [i.unit_id for i in (*result.items, *result.observations)]
         if ids:
-            with bank.store.transaction() as tx:
-                record_access(tx.con, ids, utcnow())
+            # Written in the background (core/store/access.py): no write lock here.
+            bank.store.access.record(ids, utcnow())
     return result
 
 
@@ -190,6 +191,8 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
     trace = _new_trace(request)
     timings = trace.timings_ms
 
+    loaded: dict[str, Unit] = {}
+
     def finish(items=(), observations=(), used=0) -> RecallResult:
         timings["total"] = _ms(t_start)
         timings["total_excluding_embedding"] = timings["total"] - timings.get("embed", 0.0)
@@ -201,6 +204,7 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
             budget=request.budget,
             tokens_used=used,
             observations=tuple(observations),
+            units={i.unit_id: loaded[i.unit_id] for i in (*items, *observations)},
         )
 
     if not request.networks:
@@ -235,11 +239,14 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
     t0 = time.perf_counter()
     items, used = _pack(bank, request, reranked, trace)
     timings["packing"] = _ms(t0)
+    loaded.update(reranked.units)
 
     observations: list[RecallItem] = []
     if request.observation_budget > 0 and items:
         t0 = time.perf_counter()
-        observations = _observations(bank, items, request.observation_budget, trace, request.scope)
+        observations = _observations(
+            bank, items, request.observation_budget, trace, request.scope, loaded
+        )
         timings["observations"] = _ms(t0)
     return finish(items, observations, used)
 
@@ -610,9 +617,10 @@ def _observations(
     budget: int,
     trace: RecallTrace,
     scope: ch.Scope,
+    loaded: dict[str, Unit],
 ) -> list[RecallItem]:
     """Observations of the entities the packed facts mention, the most mentioned
-    entities first, greedily under their own budget."""
+    entities first, greedily under their own budget (their units go into `loaded`)."""
     counts: dict[str, int] = {}
     for item in items:
         for entity in item.entity_ids:
@@ -638,6 +646,7 @@ def _observations(
     if not order:
         return []
     units = get_units(con, order)
+    loaded.update(units)
     order = [u for u in order if u in units]
     tokens = TOKEN_COUNTS.count(bank.embedder, [units[u].text for u in order])
     # With others waiting, no one observation takes more than half of their budget.

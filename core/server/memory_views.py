@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from core.bank import Bank
 from core.server import models as m
 from core.types import Network, Turn, Unit, UnitStatus
+
+if TYPE_CHECKING:
+    from core import RecallResult
 
 
 def iso(value: datetime | None) -> str | None:
@@ -48,6 +52,17 @@ class UnitViews:
     @classmethod
     def of_ids(cls, bank: Bank, unit_ids: Sequence[str]) -> UnitViews:
         return cls(bank, bank.units_by_id(unit_ids).values())
+
+    @classmethod
+    def of_recall(cls, bank: Bank, result: RecallResult) -> UnitViews:
+        """The units a recall returned, as it loaded them: read again only when
+        the result came without them (one read back from JSON)."""
+        ids = [item.unit_id for item in (*result.items, *result.observations)]
+        units = dict(result.units)
+        missing = [i for i in ids if i not in units]
+        if missing:
+            units.update(bank.units_by_id(missing))
+        return cls(bank, [units[i] for i in dict.fromkeys(ids) if i in units])
 
     def entity_list(self, unit: Unit) -> list[str]:
         return [self.names[e] for e in unit.entity_ids if e in self.names]

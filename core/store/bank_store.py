@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 
+from core.store.access import AccessCounts, Pending
 from core.store.failures import NEXT_OPEN, is_storage_failure, storage_error
 from core.store.lexical import LexicalIndex
 from core.store.lock import BankLock
@@ -146,6 +147,8 @@ class BankStore:
         # Ids whose LanceDB and Tantivy entries wait for the end of a batch
         # (`deferred_indexes`); None: no batch open.
         self._deferred: set[str] | None = None
+        # Recall's access counts, written in the background (access.py).
+        self.access = AccessCounts(self._write_access)
 
     @property
     def vectors(self) -> VectorIndex:
@@ -220,6 +223,12 @@ class BankStore:
     def reader(self) -> duckdb.DuckDBPyConnection:
         """A cursor for reads; cheap, and safe to use from the calling thread only."""
         return self._db.cursor()
+
+    def counted_reader(self) -> duckdb.DuckDBPyConnection:
+        """A reader that sees every access count recalled so far (access.py
+        writes them in the background): for reads that show or copy them."""
+        self.access.flush()
+        return self.reader()
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
@@ -315,6 +324,32 @@ class BankStore:
             self._exact = None  # past the limit: searches go to LanceDB
         else:
             exact.update(rows, gone)
+
+    def _write_access(self, pending: Pending) -> None:
+        """Add a batch of recall counts (one statement: all or none). No
+        generation bump: nothing derived from the tables reads access counts."""
+        import pyarrow as pa
+
+        ids = list(pending)
+        table = pa.table(
+            {
+                "id": pa.array(ids, pa.string()),
+                "n": pa.array([pending[i][0] for i in ids], pa.int32()),
+                "last": pa.array([pending[i][1] for i in ids], pa.timestamp("us")),
+            }
+        )
+        with self._write_lock:
+            con = self._db.cursor()
+            con.register("_access", table)
+            try:
+                con.execute(
+                    "UPDATE units SET access_count = access_count + a.n,"
+                    " last_accessed_at = CASE WHEN units.last_accessed_at > a.last"
+                    " THEN units.last_accessed_at ELSE a.last END"
+                    " FROM _access a WHERE units.id = a.id"
+                )
+            finally:
+                con.unregister("_access")
 
     # -- meta ----------------------------------------------------------------
 
@@ -550,6 +585,14 @@ class BankStore:
         self._lock.advertise(url, token_file, certificate)
 
     def close(self) -> None:
+        try:
+            # Before the write lock: a background flush may be waiting for it.
+            if self._lock.held:
+                self.access.close()
+        finally:
+            self._close_stores()
+
+    def _close_stores(self) -> None:
         # Under the write lock: an index still opening on another thread finishes first.
         with self._write_lock:
             if not self._lock.held:

@@ -298,16 +298,6 @@ def delete_units(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> list[str
     return existing
 
 
-def record_access(con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str], when: datetime) -> None:
-    """Count one recall of each unit, and when it was (wall clock: when it was used)."""
-    if unit_ids:
-        con.execute(
-            "UPDATE units SET access_count = access_count + 1, last_accessed_at = ?"
-            " WHERE id IN (SELECT unnest(?))",
-            [when, list(dict.fromkeys(unit_ids))],
-        )
-
-
 def occurrence_span(
     con: duckdb.DuckDBPyConnection, network: Network | str | None = None
 ) -> tuple[datetime | None, datetime | None]:
