@@ -62,25 +62,44 @@ Latest = tuple[Any, str]  # (owner, topic): only the newest task's result is del
 class _Signals(QObject):
     """Lives on the UI thread; workers emit on it, Qt queues the calls across."""
 
-    done = Signal(int, object)
-    failed = Signal(int, object, str)
+    ended = Signal(int)  # the task's outcome is in the runner's `outcomes`
     progressed = Signal(int, int, int, str)
 
 
+# (completed, the result or the error, the traceback's text)
+_Outcome = tuple[bool, Any, str]
+
+
 class _Runnable(QRunnable):
-    def __init__(self, task_id: int, fn: Callable[[], Any], signals: _Signals) -> None:
+    def __init__(
+        self,
+        task_id: int,
+        fn: Callable[[], Any],
+        signals: _Signals,
+        outcomes: dict[int, _Outcome],
+    ) -> None:
         super().__init__()
         self._id = task_id
-        self._fn = fn
+        self._fn: Callable[[], Any] | None = fn
         self._signals = signals
+        self._outcomes = outcomes
 
     def run(self) -> None:
+        # This thread lets go of everything before the UI thread hears of the end:
+        # the function, its result or its error (whose traceback's frames hold what
+        # the function held) pass to the runner's `outcomes`, and the task on the UI
+        # thread keeps the function alive. Otherwise a Qt object whose last reference
+        # went on this thread would be deleted off its thread, and a timer of its
+        # would fire on freed memory (a segfault in the UI thread's event loop).
+        fn, self._fn = self._fn, None
         try:
-            result = self._fn()
+            outcome: _Outcome = (True, fn(), "")
         except BaseException as error:  # every failure goes to the UI
-            self._emit(self._signals.failed, self._id, error, traceback.format_exc())
-        else:
-            self._emit(self._signals.done, self._id, result)
+            outcome = (False, error, traceback.format_exc())
+        del fn
+        self._outcomes[self._id] = outcome  # a dict's item assignment is atomic
+        del outcome
+        self._emit(self._signals.ended, self._id)
 
     @staticmethod
     def _emit(signal, *args: Any) -> None:
@@ -182,8 +201,8 @@ class Runner(QObject):
         self.caller = STUDIO_CALLER
         self._signals = _Signals(self)
         queued = Qt.ConnectionType.QueuedConnection
-        self._signals.done.connect(self._on_done, queued)
-        self._signals.failed.connect(self._on_failed, queued)
+        self._outcomes: dict[int, _Outcome] = {}
+        self._signals.ended.connect(self._on_ended, queued)
         self._signals.progressed.connect(self._on_progress, queued)
 
     # -- the three helpers ---------------------------------------------------
@@ -331,6 +350,7 @@ class Runner(QObject):
         self.cancel_jobs()
         finished = self._pool.waitForDone(timeout_ms)
         self._running.clear()
+        self._outcomes.clear()
         return finished
 
     # -- scheduling ----------------------------------------------------------
@@ -375,7 +395,7 @@ class Runner(QObject):
         if task.latest is not None:
             fn = self._unless_superseded(task, fn)
         fn = _acting(self.caller, fn)
-        self._pool.start(_Runnable(task.id, fn, self._signals))
+        self._pool.start(_Runnable(task.id, fn, self._signals, self._outcomes))
 
     @Slot(int, int, int, str)
     def _on_progress(self, task_id: int, done: int, total: int, message: str) -> None:
@@ -386,13 +406,16 @@ class Runner(QObject):
         job.done, job.total, job.message = done, total, message
         job.progressed.emit(done, total, message)
 
-    @Slot(int, object)
-    def _on_done(self, task_id: int, result: Any) -> None:
-        self._finish(task_id, result, None, "")
-
-    @Slot(int, object, str)
-    def _on_failed(self, task_id: int, error: BaseException, tb: str) -> None:
-        self._finish(task_id, None, error, tb)
+    @Slot(int)
+    def _on_ended(self, task_id: int) -> None:
+        outcome = self._outcomes.pop(task_id, None)
+        if outcome is None:
+            return  # shut down meanwhile
+        completed, value, tb = outcome
+        if completed:
+            self._finish(task_id, value, None, "")
+        else:
+            self._finish(task_id, None, value, tb)
 
     def _finish(self, task_id: int, result: Any, error: BaseException | None, tb: str) -> None:
         task = self._running.pop(task_id, None)

@@ -88,11 +88,12 @@ def run(options: argparse.Namespace) -> int:
     )
     app = QApplication.instance() or QApplication(["engram-screenshot"])
 
-    from app import theme
+    from app import collector, theme
     from app.demo import DEMO_NAME
     from app.window import APPLICATION, ORGANIZATION, MainWindow
     from core import Engine
 
+    collector.install(app)
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     theme.apply_theme(app, options.theme)

@@ -42,12 +42,13 @@ def run_studio(options: argparse.Namespace | Sequence[str]) -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from app import theme
+    from app import collector, theme
     from app.demo import demo_available, start_demo_build
     from app.window import APPLICATION, ORGANIZATION, MainWindow
     from core import Engine, EngramError
 
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "engram"])
+    collector.install(app)  # cycles holding Qt objects are freed on this thread only
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName(APPLICATION)

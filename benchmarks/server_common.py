@@ -16,13 +16,16 @@ TOKEN = "benchmark-token-0123456789abcdef"
 
 
 class ServeProcess:
-    """`engram serve --port 0` on `home`, as a separate process (as a user runs it)."""
+    """`engram serve --port 0` on `home`, as a separate process (as a user runs it).
 
-    def __init__(self, home: Path) -> None:
+    `root`: the checkout whose code serves (default this one; a benchmark passes
+    another checkout to time a baseline against the change in the same run)."""
+
+    def __init__(self, home: Path, root: Path = ROOT) -> None:
         env = {
             **os.environ,
             "ENGRAM_API_TOKEN": TOKEN,
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": str(root),
             "QT_QPA_PLATFORM": "offscreen",
         }
         self.process = subprocess.Popen(
@@ -30,7 +33,7 @@ class ServeProcess:
             stdout=subprocess.PIPE,
             text=True,
             env=env,
-            cwd=ROOT,
+            cwd=root,
         )
         started = time.perf_counter()
         for line in self.process.stdout:

@@ -416,6 +416,12 @@ class Bank:
 
         return list_documents(self.store.reader(), ids)
 
+    def document_titles(self, document_ids: Sequence[str]) -> dict[str, str]:
+        """The title of each of these documents the bank holds (one indexed lookup)."""
+        from core.retain.documents import titles
+
+        return titles(self.store.reader(), document_ids)
+
     def document_hashes(self, document_ids: Sequence[str]) -> dict[str, str]:
         """The content hash of each of these documents the bank holds (one indexed
         lookup, not a listing of every document)."""

@@ -99,6 +99,7 @@ BANK = {
         write("rebuild_observations", "JobsReport | None", **LONG),
         read("pending_jobs", "int"),
         read("documents", "list[StoredDocument]"),
+        read("document_titles", "dict[str, str]"),
         read("document_hashes", "dict[str, str]"),
         read("document_preview", "DocumentPreview"),
         read("document_failures", "list[ChunkFailure]"),

@@ -25,6 +25,7 @@ TURN_CHARS = 100_000  # one message: a turn of a file, one retained item's conte
 NAME_CHARS = 200  # a speaker, an entity, the agent's name
 ID_CHARS = 200  # a document id, a turn id, an operation id
 TITLE_CHARS = 1_000  # a document's title (Hindsight's `context`)
+REASON_CHARS = 1_000  # why a memory was hidden or edited (kept in its audit entry)
 QUERY_CHARS = TURN_CHARS  # a recall or reflect question: at most a message
 BACKGROUND_CHARS = 20_000  # a bank's background (Hindsight's `mission`)
 UNIT_CHARS = MAX_UNIT_CHARS  # one memory unit's text
@@ -52,6 +53,7 @@ __all__ = [
     "OFFSET",
     "PAGE",
     "QUERY_CHARS",
+    "REASON_CHARS",
     "SNAPSHOT_BYTES",
     "TAGS",
     "TAG_CHARS",

@@ -6,11 +6,14 @@
 # Every `engram` runs under `env -i` with an empty HOME (so the data folder is the
 # platform default inside it, ~/.local/share/engram-studio) and a PATH holding no
 # Python: nothing from this machine's Python or the source tree can stand in for
-# what the bundle lacks. It opens the studio on a first start (under Xvfb when
-# there, else offscreen), creates a bank, ingests the demo conversations the
-# bundle carries (one in each format), recalls, serves and retains and recalls
-# over HTTP (and reads /docs without a token), and renders every pane, building
-# the whole demo bank on the way. BUNDLE_CHECK_SHOTS=DIR keeps the pictures.
+# what the bundle lacks. It installs the launcher (install-desktop.sh) and opens
+# the studio from it on a first start (under Xvfb when there, else offscreen),
+# creates a bank, ingests the demo conversations the bundle carries (one in each
+# format), recalls, serves and retains and recalls over HTTP (tags, the activity
+# journal, /docs without a token or a CDN, a taken port) and over HTTPS, runs the
+# confirmations and a purge as a script would (stdin closed), opens a .engram as
+# the file manager does, and renders every pane, building the whole demo bank on
+# the way. BUNDLE_CHECK_SHOTS=DIR keeps the pictures.
 # curl and grep run outside, as the user's tools would.
 set -eu
 
@@ -54,18 +57,38 @@ else
   ok "no Python on the clean PATH"
 fi
 
-step "the studio's first start (no bank yet: it starts building the demo bank)"
-if command -v xvfb-run >/dev/null 2>&1; then
-  platform="xcb under Xvfb"
-  timeout 300 xvfb-run -a -s "-screen 0 1280x800x24" sh -c \
-    'env -i HOME="$1" PATH="$2" LANG=C.UTF-8 DISPLAY="$DISPLAY" XAUTHORITY="$XAUTHORITY" \
-       ENGRAM_START_PROBE=1 "$3"' - "$home" "$nopython" "$engram" \
-    >"$work/studio.out" 2>&1 || true
+# studio OUT SECONDS ARGS...: the studio (`engram ARGS`) under Xvfb when there, else
+# offscreen, closed by ENGRAM_START_PROBE once its window answered input.
+if command -v xvfb-run >/dev/null 2>&1; then platform="xcb under Xvfb"; else
+  platform="offscreen (no xvfb-run here)"; fi
+studio() {
+  out=$1; seconds=$2; shift 2
+  if command -v xvfb-run >/dev/null 2>&1; then
+    timeout "$seconds" xvfb-run -a -s "-screen 0 1280x800x24" sh -c \
+      'h=$1 p=$2; shift 2; env -i HOME="$h" PATH="$p" LANG=C.UTF-8 DISPLAY="$DISPLAY" \
+         XAUTHORITY="$XAUTHORITY" ENGRAM_START_PROBE=1 "$@"' - "$home" "$nopython" "$engram" "$@" \
+      >"$out" 2>&1 || true
+  else
+    timeout "$seconds" env -i HOME="$home" PATH="$nopython" LANG=C.UTF-8 \
+      QT_QPA_PLATFORM=offscreen ENGRAM_START_PROBE=1 "$engram" "$@" >"$out" 2>&1 || true
+  fi
+}
+
+step "the launcher (the bundle's install-desktop.sh), and the studio's first start from it"
+HOME="$home" XDG_DATA_HOME="$home/.local/share" sh "$bundle/install-desktop.sh" \
+  >"$work/install.out" 2>&1 || true
+entry="$home/.local/share/applications/engram-studio.desktop"
+launcher=$(sed -n 's/^Exec=//p' "$entry" 2>/dev/null | sed 's/ *%f//')
+if [ "${launcher%% *}" = "$engram" ]; then
+  ok "install-desktop.sh wrote a launcher for this bundle: Exec=$launcher %f"
+  set -- $launcher  # the menu's command: the launcher's Exec with %f dropped (no file)
+  shift
 else
-  platform="offscreen (no xvfb-run here)"
-  timeout 300 env -i HOME="$home" PATH="$nopython" LANG=C.UTF-8 QT_QPA_PLATFORM=offscreen \
-    ENGRAM_START_PROBE=1 "$engram" >"$work/studio.out" 2>&1 || true
+  fail "no launcher for $engram in $entry"; sed 's/^/     | /' "$work/install.out"
+  set --
 fi
+# No bank yet: the studio starts building the demo bank.
+studio "$work/studio.out" 300 "$@"
 grep -v "propagateSizeHints" "$work/studio.out" | sed 's/^/     | /' | tail -5
 if grep -Eq "studio window answered input [0-9.]+ s after start" "$work/studio.out"; then
   ok "the first window opened and answered input ($platform)"
@@ -99,17 +122,28 @@ fi
 run recall "$bank" "Who runs the Atlas project?" >"$work/recall.out" 2>&1 || true
 expect "recall answered with facts" "$work/recall.out" "Atlas"
 
-step "serve over HTTP; retain and recall through the Hindsight-compatible API"
+step "serve over HTTP; retain (tagged) and recall through the Hindsight-compatible API"
+# serve_bundle OUT ARGS...: start `engram serve --port 0 ARGS` and set $server and $url.
 # env execs engram: $! is the server itself, which SIGTERM must stop (not a subshell).
-env -i HOME="$home" PATH="$nopython" LANG=C.UTF-8 "$engram" serve --port 0 >"$work/serve.out" 2>&1 &
-server=$!
-url=""
-for _ in $(seq 1 600); do
-  url=$(sed -n 's/^engram: serving .* at \(http[^ ]*\)$/\1/p' "$work/serve.out")
-  [ -n "$url" ] && break
-  kill -0 "$server" 2>/dev/null || break
-  sleep 0.2
-done
+serve_bundle() {
+  out=$1; shift
+  env -i HOME="$home" PATH="$nopython" LANG=C.UTF-8 "$engram" serve --port 0 "$@" >"$out" 2>&1 &
+  server=$!
+  url=""
+  for _ in $(seq 1 600); do
+    url=$(sed -n 's/^engram: serving .* at \(http[^ ]*\)$/\1/p' "$out")
+    [ -n "$url" ] && break
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.2
+  done
+}
+stop_server() {  # stop_server OUT: SIGTERM, and the server says it stopped
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  server=""
+  expect "the server stopped on SIGTERM" "$1" "engram: stopped"
+}
+serve_bundle "$work/serve.out"
 if [ -z "$url" ]; then
   fail "engram serve did not start"; sed 's/^/     | /' "$work/serve.out"
 else
@@ -118,20 +152,86 @@ else
   api="$url/v1/default/banks/Juniper"
   curl -sS -o "$work/docs.html" -w '%{http_code}\n' "$url/docs" >"$work/docs.code" || true
   expect "/docs answers a browser on loopback without a token" "$work/docs.code" "^200$"
+  if grep -Eiq 'src="https?://|href="https?://[^"]*\.(css|js)' "$work/docs.html"; then
+    fail "/docs loads assets from another site"; grep -Eio '(src|href)="https?://[^"]*' "$work/docs.html" | head -3
+  else
+    ok "/docs loads no asset from another site (no CDN)"
+  fi
   curl -sS -o /dev/null -w '%{http_code}\n' "$url/v1/default/banks" >"$work/noauth.code" || true
   expect "the API refuses a request without the token" "$work/noauth.code" "^401$"
   curl -sS -H "$auth" -H 'Content-Type: application/json' -X POST "$api/memories" \
-    -d '{"items":[{"content":"Priya: The Kestrel telescope moved to the Azores observatory in March.","context":"bundle check"}]}' \
+    -d '{"items":[{"content":"Priya: The Kestrel telescope moved to the Azores observatory in March.","context":"bundle check","tags":["observatory"]}]}' \
     >"$work/retain.json" 2>&1 || true
-  expect "retained over HTTP" "$work/retain.json" '"success": ?true'
+  expect "retained over HTTP, tagged" "$work/retain.json" '"success": ?true'
   curl -sS -H "$auth" -H 'Content-Type: application/json' -X POST "$api/memories/recall" \
     -d '{"query":"Where did the Kestrel telescope move?"}' >"$work/hrecall.json" 2>&1 || true
   expect "recalled over HTTP what was just retained" "$work/hrecall.json" "Kestrel"
-  kill "$server" 2>/dev/null || true
-  wait "$server" 2>/dev/null || true
-  server=""
-  expect "the server stopped on SIGTERM" "$work/serve.out" "engram: stopped"
+  curl -sS -H "$auth" -H 'Content-Type: application/json' -X POST "$api/memories/recall" \
+    -d '{"query":"Where did the Kestrel telescope move?","tags":["observatory"],"tags_match":"all_strict"}' \
+    >"$work/tagged.json" 2>&1 || true
+  expect "a recall filtered by its tag finds it" "$work/tagged.json" "Kestrel"
+  curl -sS -H "$auth" -H 'Content-Type: application/json' -X POST "$api/memories/recall" \
+    -d '{"query":"Where did the Kestrel telescope move?","tags":["finance"],"tags_match":"all_strict"}' \
+    >"$work/untagged.json" 2>&1 || true
+  expect "a recall filtered by another tag finds nothing" "$work/untagged.json" '"results": ?\[\]'
+  port=${url##*:}
+  run serve --port "$port" >"$work/taken.out" 2>&1 || true
+  expect "a second server on that port says the port is taken, and by whom" \
+    "$work/taken.out" "port $port on 127.0.0.1 is already taken by engram"
+  stop_server "$work/serve.out"
 fi
+run activity Juniper --kind retain >"$work/activity.out" 2>&1 || true
+expect "the activity journal recorded the HTTP retain under the token's name" \
+  "$work/activity.out" "default +http +retain .*retained 1 fact"
+
+step "serve over HTTPS (--certfile/--keyfile, a self-signed certificate made by openssl)"
+if command -v openssl >/dev/null 2>&1; then
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "$work/key.pem" -out "$work/cert.pem" \
+    >"$work/openssl.out" 2>&1
+  auth="Authorization: Bearer $(cat "$data/api-token" 2>/dev/null)"
+  serve_bundle "$work/tls.out" --certfile "$work/cert.pem" --keyfile "$work/key.pem"
+  if [ -z "$url" ]; then
+    fail "engram serve --certfile did not start"; sed 's/^/     | /' "$work/tls.out"
+  else
+    expect "serving over HTTPS" "$work/tls.out" "at https://127\.0\.0\.1:"
+    curl -sS --cacert "$work/cert.pem" -H "$auth" -H 'Content-Type: application/json' \
+      -X POST "$url/v1/default/banks/Juniper/memories/recall" \
+      -d '{"query":"Where did the Kestrel telescope move?"}' >"$work/tlsrecall.json" 2>&1 || true
+    expect "recalled over HTTPS, the certificate verified" "$work/tlsrecall.json" "Kestrel"
+    stop_server "$work/tls.out"
+  fi
+else
+  echo "skip (no openssl here)"
+fi
+
+step "in scripts: confirmations refuse with no terminal; a purge names the exports it cannot reach"
+run bank delete Juniper </dev/null >"$work/delete.out" 2>&1 && fail "bank delete went ahead unconfirmed"
+expect "bank delete with stdin closed refuses: pass --yes" "$work/delete.out" "pass --yes"
+run export Juniper "$work/juniper.engram" --quiet >"$work/export.out" 2>&1 || true
+if [ -s "$work/juniper.engram" ]; then ok "exported a snapshot"; else
+  fail "no snapshot exported"; sed 's/^/     | /' "$work/export.out"; fi
+studio "$work/open.out" 120 --open "$work/juniper.engram"
+if grep -Eq "studio window answered input" "$work/open.out"; then
+  ok "engram --open FILE (the file manager's open-with) starts the studio"
+else
+  fail "engram --open FILE did not start the studio"; sed 's/^/     | /' "$work/open.out" | tail -10
+fi
+run banks >"$work/banks-open.out" 2>&1 || true
+if [ "$(grep -c . "$work/banks-open.out")" -eq 1 ]; then
+  ok "... and imported nothing before a yes (the offer is a question)"
+else
+  fail "engram --open imported without asking"; sed 's/^/     | /' "$work/banks-open.out"
+fi
+run purge Juniper Tomás </dev/null >"$work/purge-ask.out" 2>&1 && fail "purge went ahead unconfirmed"
+expect "purge with stdin closed refuses: pass --yes" "$work/purge-ask.out" "pass --yes"
+run purge Juniper Tomás --yes --show 3 >"$work/purge.out" 2>&1 || true
+expect "purge --yes names the snapshot it cannot reach" "$work/purge.out" "juniper\.engram"
+expect "purged" "$work/purge.out" "^purged: .*1 entity\(s\) removed"
+run activity Juniper --kind curate >"$work/curate.out" 2>&1 || true
+expect "the activity journal recorded the purge" "$work/curate.out" "purged an entity for good"
+run banks >"$work/banks2.out" 2>&1 || true
+expect "the bank is still there (the refused delete left it)" "$work/banks2.out" "Juniper"
 
 step "render every pane (engram screenshot, offscreen: it builds the whole demo bank as a first start does)"
 clean QT_QPA_PLATFORM=offscreen "$engram" screenshot --out "$work/shots" \

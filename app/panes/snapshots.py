@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -283,22 +284,46 @@ class SnapshotsPane(Pane):
     def _import_failed(self, path: Path, error: BaseException) -> None:
         """A snapshot that would undo a purge is asked about (a purge is for good:
         never undone quietly); any other failure is said."""
-        if not isinstance(error, PurgedInSnapshotError):
-            self._failed(self.import_result, error)
-            return
-        answer = QMessageBox.question(
-            self,
-            "Bring back purged entities?",
-            f"{error}.\n\nImport it anyway, bringing them back?",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-            QMessageBox.StandardButton.No,
-        )
-        if answer == QMessageBox.StandardButton.Yes:
-            self.import_from(path, restore_purged=True)
+        if isinstance(error, PurgedInSnapshotError):
+            self.ask_restore_purged(path, error)
         else:
-            self.import_result.setText(
-                f"Nothing imported: {path.name} would have brought back what the bank purged."
-            )
+            self._failed(self.import_result, error)
+
+    def ask_restore_purged(self, path: Path, error: PurgedInSnapshotError) -> QMessageBox:
+        """Window-modal, not a nested event loop: the studio goes on while it asks.
+        Cancel, the default, imports nothing."""
+        typed = self.import_name.text().strip()
+        name = f"“{typed}”" if typed else "the bank"
+        self.import_result.setText(f"{path.name} would bring back what the bank purged: asking.")
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "Bring back purged entities?",
+            f"{path.name} was made before a purge: importing it in place of {name}"
+            " would bring back what the purge removed.",
+            parent=self,
+        )
+        box.setObjectName("restore-purged-question")
+        reason = str(error)
+        box.setInformativeText(
+            f"{reason[:1].upper()}{reason[1:]}.\n\nImport it anyway, bringing them back?"
+        )
+        restore = box.addButton("Bring them back", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def answered() -> None:
+            if box.clickedButton() is restore:
+                self.import_from(path, restore_purged=True)
+            else:
+                self.import_result.setText(
+                    f"Nothing imported: {path.name} would have brought back what the bank purged."
+                )
+
+        box.finished.connect(answered)
+        box.open()
+        return box
 
     # -- diff ----------------------------------------------------------------
 

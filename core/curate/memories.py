@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from core import limits
 from core.context import current_caller
 from core.curate.action import Outcome, require_entities, run_action
 from core.curate.relink import relink_units
@@ -121,6 +122,7 @@ def set_hidden(
 ) -> Change:
     """Hide active units (hidden=True) or bring hidden ones back; `reason` is
     kept in the audit entry."""
+    limits.check_text("reason", reason, limits.REASON_CHARS)
     ids = sorted({unit_ids} if isinstance(unit_ids, str) else set(unit_ids))
     if not ids:
         raise InvalidInputError("choose at least one memory")

@@ -289,7 +289,9 @@ def plan_redactions(
         select = ", ".join(c for c, _ in cols)
         rows = con.execute(
             f"SELECT rowid, {label or 'rowid'}, {select} FROM {table} WHERE ({likes})"
-            + (f" AND NOT ({going})" if going else ""),
+            + (f" AND NOT ({going})" if going else "")
+            # In a stable order: a preview and the purge that follows list alike.
+            + " ORDER BY 2, 1",
             params,
         ).fetchall()
         for rowid, ident, *values in rows:

@@ -48,6 +48,7 @@ from core.journal.entry import (
     change_from_json,
     change_to_json,
 )
+from core.text import has_surrogate, without_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -350,6 +351,12 @@ class Journal:
             list(e.unit_ids),
             0,
             blob,
+        ]
+        # A refused call's arguments (and its error) may hold what it was refused for:
+        # a lone surrogate DuckDB cannot encode would lose the whole batch with it.
+        row[3:12] = [
+            without_surrogates(v) if isinstance(v, str) and has_surrogate(v) else v
+            for v in row[3:12]
         ]
         applying = [p for p in purges if p.ended is None or pending.started < p.ended]
         if applying and any(p.hit(_row_text(row)) for p in applying):

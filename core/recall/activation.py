@@ -23,10 +23,11 @@ how many candidates were left waiting. The studio replays these waves; it
 does not re-simulate them.
 
 The graph is given as a `neighbours(frontier)` function returning the edges
-that touch the frontier, oriented away from it. Recall backs it with one SQL
-query per step (only the frontier's adjacency is ever loaded); the studio and
-the tests back it with an in-memory adjacency (`adjacency`). Being pure, the
-studio can re-run it live when a person moves the δ and μ sliders.
+that touch the frontier, oriented away from it; the studio and the tests back
+it with an in-memory adjacency (`adjacency`). Being pure, the studio can re-run
+it live when a person moves the δ and μ sliders. Recall runs the same rule
+over the bank's link arrays in numpy (arrayspread.py), which must give exactly
+what this gives.
 """
 
 from __future__ import annotations
@@ -160,6 +161,21 @@ def _better(a: float, edge: Edge, current: tuple[float, Edge] | None) -> bool:
     )
 
 
+def start(
+    seeds: Mapping[str, float], threshold: float, node_budget: int, step_budget: int
+) -> Activation:
+    """The activation before the first step: the seeds that reach the threshold,
+    the weakest dropped beyond the node budget."""
+    lit = {n: float(a) for n, a in seeds.items() if a >= threshold}
+    ordered = sorted(lit.items(), key=lambda pair: (-pair[1], pair[0]))[: max(node_budget, 0)]
+    return Activation(
+        seeds=dict(ordered),
+        activation=dict(ordered),
+        step_budget=int(step_budget) if step_budget and step_budget > 0 else 0,
+        node_budget=int(node_budget),
+    )
+
+
 def spread(
     seeds: Mapping[str, float],
     neighbours: Neighbours,
@@ -172,17 +188,8 @@ def spread(
     step_budget: int = 0,
 ) -> Activation:
     """Spread activation from `seeds`; see the module docstring for the rule."""
-    lit = {n: float(a) for n, a in seeds.items() if a >= threshold}
-    # Seeds beyond the node budget are dropped weakest first.
-    ordered = sorted(lit.items(), key=lambda pair: (-pair[1], pair[0]))[: max(node_budget, 0)]
-    lit = dict(ordered)
-    per_step = int(step_budget) if step_budget and step_budget > 0 else 0
-    result = Activation(
-        seeds=dict(lit),
-        activation=dict(lit),
-        step_budget=per_step,
-        node_budget=int(node_budget),
-    )
+    result = start(seeds, threshold, node_budget, step_budget)
+    lit, per_step = result.seeds, result.step_budget
     if not lit:
         result.stopped = "no_seeds"
         return result

@@ -12,19 +12,22 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from core.recall.activation import Activation, Edge, spread
+from core.recall.activation import Activation
+from core.recall.arrayspread import spread_arrays
 from core.recall.linkgraph import LinkGraph, link_graph
 from core.recall.settings import activation_params
 from core.recall.timescore import interval_proximity
 from core.recall.trace import ChannelResult
 from core.store.bank_store import BankStore
+from core.store.exact import ExactVectors
 from core.store.filters import sql_string, sql_string_list
 from core.store.vectors import VectorHit, occurred_where
 from core.types import UnitStatus
@@ -53,6 +56,23 @@ class Scope:
     start: datetime | None = None
     end: datetime | None = None
     allowed: frozenset[str] | None = None
+    # The scope as a mask over the bank's in-memory vectors, computed once for
+    # each state of them and shared by the channels of one recall (see `mask`).
+    _masks: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def mask(self, exact: ExactVectors, state) -> np.ndarray:
+        """Which rows of `exact`'s `state` are in this scope."""
+        cached = self._masks.get("mask")
+        if cached is not None and cached[0] is state:
+            return cached[1]
+        mask = exact.mask(None if self.all_networks else self.networks, self.start, self.end, state)
+        if self.allowed is not None:
+            rows = exact.positions(pa.array(sorted(self.allowed), pa.string()), state)
+            tagged = np.zeros(len(mask), bool)
+            tagged[rows[rows >= 0]] = True
+            mask &= tagged
+        self._masks["mask"] = (state, mask)
+        return mask
 
     def admits(self, unit_id: str) -> bool:
         return self.allowed is None or unit_id in self.allowed
@@ -97,10 +117,24 @@ class Scope:
         )
 
 
+def search_index(store: BankStore) -> str:
+    """Which index answers a bank's vector searches, in words (for the trace)."""
+    exact = store.exact_vectors()
+    if exact is not None:
+        return f"exact, in memory ({len(exact):,} vectors)"
+    return "LanceDB"
+
+
 def vector_search(store: BankStore, vector: np.ndarray, k: int, scope: Scope) -> list[VectorHit]:
-    """The `k` units in `scope` nearest `vector` by cosine. A small tag scope is
-    searched exactly over its own vectors; a large one, and no tag scope, through
+    """The `k` units in `scope` nearest `vector` by cosine. A small bank is searched
+    exactly in memory (core/store/exact.py); in a large one, a small tag scope is
+    searched exactly over its own vectors, a large one, and no tag scope, through
     LanceDB's prefiltered search."""
+    exact = store.exact_vectors()
+    if exact is not None:
+        state = exact.state
+        hits = exact.search(vector, k, scope.mask(exact, state), state)
+        return [VectorHit(unit_id, similarity) for unit_id, similarity in hits]
     if scope.allowed is None:
         return store.vectors.search(vector, k, scope.lance_where())
     if not scope.allowed or k <= 0:
@@ -151,6 +185,7 @@ def semantic(store: BankStore, vector: np.ndarray, k: int, scope: Scope) -> Chan
         [h.similarity for h in hits],
         _ms(t0),
         "" if hits else "no unit in scope",
+        details={"index": search_index(store)},
     )
 
 
@@ -177,13 +212,7 @@ def lexical(store: BankStore, text: str, k: int, scope: Scope) -> ChannelResult:
         hits = store.lexical.search(text, want, networks, ids=allowed)
         if not hits:
             break
-        allowed = {
-            r[0]
-            for r in con.execute(
-                f"SELECT u.id FROM units u WHERE u.id IN (SELECT unnest(?)) AND {condition}",
-                [[h.id for h in hits], *params],
-            ).fetchall()
-        }
+        allowed = _in_scope(store, con, [h.id for h in hits], scope, condition, params)
         kept = [(h.id, h.score) for h in hits if h.id in allowed]
         if len(kept) >= k or len(hits) < want:
             break
@@ -198,45 +227,72 @@ def lexical(store: BankStore, text: str, k: int, scope: Scope) -> ChannelResult:
     )
 
 
+def _in_scope(store: BankStore, con, ids: list[str], scope: Scope, condition, params) -> set[str]:
+    """The ids in `scope`: from the scope's mask when the bank's units are in
+    memory, else asked of DuckDB."""
+    exact = store.exact_vectors()
+    if exact is not None:
+        state = exact.state
+        mask = scope.mask(exact, state)
+        rows = exact.positions(pa.array(ids, pa.string()), state)
+        return {i for i, r in zip(ids, rows.tolist(), strict=True) if r >= 0 and mask[r]}
+    return {
+        r[0]
+        for r in con.execute(
+            f"SELECT u.id FROM units u WHERE u.id IN (SELECT unnest(?)) AND {condition}",
+            [ids, *params],
+        ).fetchall()
+    }
+
+
 # -- graph ---------------------------------------------------------------------
 
 
-class ScopedNeighbours:
-    """`neighbours(frontier)` for spreading activation: the bank's links (held in
-    memory, see linkgraph.py; retain stores each link in both directions, so
-    following sources reaches every neighbour), keeping only neighbours inside
-    the scope. Scope is checked against DuckDB for each step's new neighbours,
-    so activation never passes through a retracted or filtered-out unit."""
+class ScopeMask:
+    """Which of the link graph's nodes spreading may pass through: active units of
+    the scope's networks and time (and tag scope), as a boolean array by graph
+    index (arrayspread.py reads it). In a small bank, from the scope's mask over
+    the vectors in memory, at once; in a large one, checked against DuckDB once
+    per node, in one query per step for the nodes a step reaches first."""
 
-    def __init__(
-        self, store: BankStore, scope: Scope, graph: LinkGraph, entity_fan: bool = False
-    ) -> None:
-        self._entity_fan = entity_fan
+    def __init__(self, store: BankStore, scope: Scope, graph: LinkGraph) -> None:
         self._con = store.reader()
         self._scope = scope
         self._condition, self._params = scope.sql("u")
         self._graph = graph
-        self._allowed: set[str] = set()
-        self._checked: set[str] = set()
-        self.steps = 0
-        self.edges = 0
+        n = len(graph.ids)
+        self._admitted = np.zeros(n, bool)
+        self._checked = np.zeros(n, bool)
+        exact = store.exact_vectors()
+        if exact is not None and n:
+            # A small bank's units are in memory: the whole mask at once, no query.
+            state = exact.state
+            rows = exact.positions(graph.id_array, state)
+            inside = rows >= 0
+            self._admitted[inside] = scope.mask(exact, state)[rows[inside]]
+            self._checked[:] = True
 
-    def __call__(self, frontier: Collection[str]) -> list[Edge]:
-        edges = self._graph.neighbours(list(frontier), entity_fan=self._entity_fan)
-        self.steps += 1
-        unchecked = [t for t in {e.target for e in edges} - self._checked if self._scope.admits(t)]
-        if unchecked:
-            self._allowed.update(
-                r[0]
-                for r in self._con.execute(
-                    f"SELECT u.id FROM units u WHERE u.id IN (SELECT unnest(?)) AND {self._condition}",
-                    [unchecked, *self._params],
-                ).fetchall()
-            )
-            self._checked.update(unchecked)
-        kept = [e for e in edges if e.target in self._allowed]
-        self.edges += len(kept)
-        return kept
+    def __call__(self, targets: np.ndarray) -> np.ndarray:
+        """Whether each target (graph index) may be lit."""
+        fresh = np.unique(targets[~self._checked[targets]])
+        if fresh.size:
+            ids = self._graph.ids
+            names = [ids[i] for i in fresh.tolist()]
+            if self._scope.allowed is not None:
+                names = [n for n in names if n in self._scope.allowed]
+            if names:
+                found = {
+                    r[0]
+                    for r in self._con.execute(
+                        f"SELECT u.id FROM units u WHERE u.id IN (SELECT unnest(?))"
+                        f" AND {self._condition}",
+                        [names, *self._params],
+                    ).fetchall()
+                }
+                index = self._graph.index_of
+                self._admitted[[index(n) for n in found]] = True
+            self._checked[fresh] = True
+        return self._admitted[targets]
 
 
 def graph(
@@ -264,10 +320,13 @@ def graph(
         t_load = time.perf_counter()
         state = graph_arrays.refresh(store.reader(), store.generation)
         load_ms = _ms(t_load)
-        adjacency = ScopedNeighbours(
-            store, scope, graph_arrays, bool(settings["recall.entity_fan"])
+        activation, steps_read, edges_read = spread_arrays(
+            graph_arrays,
+            seeds,
+            ScopeMask(store, scope, graph_arrays),
+            **{**activation_params(settings), "mu": mu},
+            entity_fan=bool(settings["recall.entity_fan"]),
         )
-        activation = spread(seeds, adjacency, **{**activation_params(settings), "mu": mu})
     ranked = activation.ranked(include_seeds=bool(settings["recall.graph_include_seeds"]))
     relevance = float(settings["recall.graph_relevance"])
     if relevance > 0 and ranked and vector is not None:
@@ -287,7 +346,11 @@ def graph(
         note = f"no seed reached the similarity floor {floor:g}"
     else:  # why, in words: the note is what the trace, the CLI and the debugger show
         why = STOP_REASONS.get(activation.stopped, activation.stopped)
-        note = f"nothing beyond the seeds was lit (stopped: {why})" if not ranked else f"stopped: {why}"
+        note = (
+            f"nothing beyond the seeds was lit (stopped: {why})"
+            if not ranked
+            else f"stopped: {why}"
+        )
     result = ChannelResult(
         "graph",
         [n for n, _ in ranked],
@@ -296,8 +359,8 @@ def graph(
         note,
         details={
             "activation": [activation.activation[n] for n, _ in ranked],
-            "steps_read": adjacency.steps,
-            "edges_read": adjacency.edges,
+            "steps_read": steps_read,
+            "edges_read": edges_read,
             "links": {"state": state, "ms": load_ms, "edges_held": graph_arrays.edges_held},
         },
     )
@@ -308,6 +371,9 @@ def similarities(store: BankStore, ids: list[str], vector: np.ndarray) -> dict[s
     """Cosine similarity of each unit in `ids` to the (normalised) query vector."""
     if not ids:
         return {}
+    exact = store.exact_vectors()
+    if exact is not None:
+        return exact.similarities(ids, vector)
     rows = (
         store.reader()
         .execute("SELECT id, vector FROM units WHERE id IN (SELECT unnest(?))", [ids])

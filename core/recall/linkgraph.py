@@ -59,6 +59,7 @@ class LinkGraph:
         self.count = 0
         self.max_rowid = -1
         self.generation: object = None
+        self._order: np.ndarray | None = None  # see `order`
         # base: CSR over the nodes known when it was built; delta: appended edges
         # sorted by source and found with searchsorted. Columns per edge:
         # target (int32), kind (int8), weight (float32), entity (int32, -1 none).
@@ -134,6 +135,7 @@ class LinkGraph:
         self.count, self.max_rowid = rows, max_rowid
 
     def _set_base(self, sources: np.ndarray, columns: tuple[np.ndarray, ...]) -> None:
+        self._order = None
         order = np.argsort(sources, kind="stable")
         self._base = tuple(c[order] for c in columns)
         counts = np.bincount(sources, minlength=len(self.ids))
@@ -191,14 +193,32 @@ class LinkGraph:
 
     # -- reading ---------------------------------------------------------------
 
-    def neighbours(self, frontier: Sequence[str], entity_fan: bool = False) -> list[Edge]:
-        """Every edge leaving the frontier nodes (unknown nodes have none).
+    @property
+    def id_array(self) -> pa.Array:
+        """The node ids as an arrow array, by index."""
+        return self._id_array
 
-        With `entity_fan`, an entity link's weight is multiplied by its entity's
-        specificity (see `_load_specificity`)."""
-        nodes = np.array([self._index[n] for n in frontier if n in self._index], np.int64)
-        if nodes.size == 0:
-            return []
+    def index_of(self, node: str) -> int:
+        """The node's index in the arrays, -1 for a node without links."""
+        return self._index.get(node, -1)
+
+    def order(self) -> np.ndarray:
+        """Each node's rank in the string order of the ids: spread() breaks ties
+        by id, and the array spreading (arrayspread.py) must break them the same way."""
+        if self._order is None or len(self._order) != len(self.ids):
+            ranks = np.empty(len(self.ids), np.int64)
+            ranks[np.argsort(np.array(self.ids, dtype=object), kind="stable")] = np.arange(
+                len(self.ids)
+            )
+            self._order = ranks
+        return self._order
+
+    def edge_arrays(
+        self, nodes: np.ndarray, entity_fan: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(sources, targets, kinds, weights as float64) of every edge leaving
+        `nodes` (indices), in the order `neighbours` gives them."""
+        nodes = np.asarray(nodes, np.int64)
         parts: list[tuple[np.ndarray, tuple[np.ndarray, ...]]] = []
         n_base = len(self._offsets) - 1
         in_base = nodes[nodes < n_base]
@@ -207,29 +227,48 @@ class LinkGraph:
             lengths = self._offsets[in_base + 1] - starts
             take = _ranges(starts, lengths)
             parts.append((np.repeat(in_base, lengths), tuple(c[take] for c in self._base)))
-        if self._d_sources.size:
+        if self._d_sources.size and nodes.size:
             lo = np.searchsorted(self._d_sources, nodes, "left")
             lengths = np.searchsorted(self._d_sources, nodes, "right") - lo
             take = _ranges(lo, lengths)
             parts.append((np.repeat(nodes, lengths), tuple(c[take] for c in self._delta)))
-        ids = self.ids
-        out: list[Edge] = []
+        if not parts:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty, np.zeros(0, np.float64)
+        out = []
         for sources, (targets, kinds, weights, entities) in parts:
             if entity_fan and entities.size and self.specificity.size:
                 has = entities >= 0
                 weights = weights.copy()
                 weights[has] *= self.specificity[entities[has]]
-            out += [
-                Edge(ids[s], ids[t], KINDS[k], w)
-                for s, t, k, w in zip(
-                    sources.tolist(),
-                    targets.tolist(),
-                    kinds.tolist(),
-                    weights.tolist(),
-                    strict=True,
-                )
-            ]
-        return out
+            out.append((sources, targets, kinds, weights))
+        if len(out) == 1:
+            s, t, k, w = out[0]
+        else:
+            s, t, k, w = (np.concatenate([o[i] for o in out]) for i in range(4))
+        return (
+            s.astype(np.int64, copy=False),
+            t.astype(np.int64, copy=False),
+            k.astype(np.int64, copy=False),
+            w.astype(np.float64),
+        )
+
+    def neighbours(self, frontier: Sequence[str], entity_fan: bool = False) -> list[Edge]:
+        """Every edge leaving the frontier nodes (unknown nodes have none).
+
+        With `entity_fan`, an entity link's weight is multiplied by its entity's
+        specificity (see `_load_specificity`)."""
+        nodes = np.array([self._index[n] for n in frontier if n in self._index], np.int64)
+        if nodes.size == 0:
+            return []
+        ids = self.ids
+        sources, targets, kinds, weights = self.edge_arrays(nodes, entity_fan)
+        return [
+            Edge(ids[s], ids[t], KINDS[k], w)
+            for s, t, k, w in zip(
+                sources.tolist(), targets.tolist(), kinds.tolist(), weights.tolist(), strict=True
+            )
+        ]
 
 
 def entity_specificity(con) -> dict[str, float]:

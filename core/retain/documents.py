@@ -292,6 +292,17 @@ def _turn(row: tuple) -> Turn:
     return Turn(*row[:6], tags=tuple(row[6] or ()), metadata=tagging.metadata_from(row[7]))
 
 
+def titles(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[str, str]:
+    """The title of each of these documents (one indexed lookup: a served recall
+    needs only the titles, not `list_documents`' counts over every turn and unit)."""
+    if not document_ids:
+        return {}
+    rows = con.execute(
+        "SELECT id, title FROM documents WHERE id IN (SELECT unnest(?))", [list(document_ids)]
+    ).fetchall()
+    return dict(rows)
+
+
 def content_hashes(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[str, str]:
     if not document_ids:
         return {}

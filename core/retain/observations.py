@@ -451,7 +451,7 @@ def entity_facts(con: duckdb.DuckDBPyConnection, entity_id: str) -> list[Unit]:
             " WHERE u.status = 'active' AND u.network IN ('world', 'experience')"
             " AND u.id IN (SELECT unit_id FROM mentions WHERE entity_id = ?)"
             " ORDER BY coalesce(u.occurred_start, u.mentioned_at) NULLS LAST, u.created_at,"
-            " t.idx NULLS LAST, u.id",
+            " t.idx NULLS LAST, u.rowid, u.id",
             [entity_id],
         ).fetchall()
     ]

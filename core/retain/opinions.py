@@ -663,29 +663,47 @@ def load_opinions(
     con: duckdb.DuckDBPyConnection, exclude_units: Sequence[str] = ()
 ) -> dict[str, OpinionState]:
     """Every active opinion with its vector, entities, holders and the evidence it
-    heard (opinions are few next to facts)."""
+    heard (opinions are few next to facts).
+
+    Four flat queries (the opinions, their mentions, their holders, the evidence
+    heard), not a subquery per opinion: retain loads them for every document,
+    and an agent's documents are one turn each."""
     rows = con.execute(
-        "SELECT u.id, u.text, coalesce(u.confidence, 0.5), u.vector,"
-        " list(m.entity_id) FILTER (WHERE m.entity_id IS NOT NULL), u.source_ids,"
-        " (SELECT list(DISTINCT lower(t.speaker)) FROM turns t"
-        "  WHERE t.document_id = u.document_id AND list_contains(u.source_ids, t.id))"
-        " FROM units u LEFT JOIN mentions m ON m.unit_id = u.id"
+        "SELECT u.id, u.text, coalesce(u.confidence, 0.5), u.vector, u.source_ids"
+        " FROM units u"
         " WHERE u.network = 'opinion' AND u.status = 'active' AND NOT list_contains(?, u.id)"
-        " GROUP BY u.id, u.text, u.confidence, u.vector, u.source_ids, u.created_at,"
-        " u.document_id"
         " ORDER BY u.created_at, u.id",
         [list(exclude_units)],
     ).fetchall()
-    heard = _heard(con) if rows else {}
+    if not rows:
+        return {}
+    ids = [r[0] for r in rows]
+    entities: dict[str, set[str]] = {}
+    for unit_id, entity_id in con.execute(
+        "SELECT unit_id, entity_id FROM mentions"
+        " WHERE unit_id IN (SELECT unnest(?)) AND entity_id IS NOT NULL",
+        [ids],
+    ).fetchall():
+        entities.setdefault(unit_id, set()).add(entity_id)
+    holders: dict[str, set[str]] = {}
+    for unit_id, speaker in con.execute(
+        "SELECT DISTINCT o.id, lower(t.speaker) FROM"
+        " (SELECT id, document_id, unnest(source_ids) AS turn_id FROM units"
+        "  WHERE id IN (SELECT unnest(?))) o"
+        " JOIN turns t ON t.document_id = o.document_id AND t.id = o.turn_id",
+        [ids],
+    ).fetchall():
+        holders.setdefault(unit_id, set()).add(speaker)
+    heard = _heard(con)
     return {
         r[0]: OpinionState(
             id=r[0],
             text=r[1],
             confidence=float(r[2]),
             vector=np.asarray(r[3], dtype=np.float32),
-            entity_ids=frozenset(r[4] or ()),
-            source_ids=frozenset(r[5] or ()),
-            holders=frozenset(r[6] or ()),
+            entity_ids=frozenset(entities.get(r[0], ())),
+            source_ids=frozenset(r[4] or ()),
+            holders=frozenset(holders.get(r[0], ())),
             heard=dict(heard.get(r[0], {})),
         )
         for r in rows

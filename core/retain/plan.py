@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 
 from core import tags as tagging
 from core.retain.entities import EntityResolver, ResolverSettings
@@ -45,7 +46,7 @@ from core.retain.opinions import (
 )
 from core.store.bank_store import utcnow
 from core.store.filters import sql_string_list
-from core.types import Document, Network, NewUnit, Turn, new_id
+from core.types import FACT_NETWORKS, Document, Network, NewUnit, Turn, new_id
 
 if TYPE_CHECKING:
     from core.handle import BankHandle
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 # The vector index is asked for this many neighbours per new fact (semantic
 # links and near-duplicates are taken from them).
 SEARCH_K = 8
-FACT_NETWORKS_SQL = "('world', 'experience', 'opinion')"
+FACT_NETWORKS_SQL = "(" + ", ".join(f"'{n.value}'" for n in FACT_NETWORKS) + ")"
 ACTIVE_FACTS = f"status = 'active' AND network IN {FACT_NETWORKS_SQL}"
 
 
@@ -204,10 +205,20 @@ def _search(
     run: IngestRun, vectors: np.ndarray, excluded: set[str]
 ) -> list[list[tuple[str, float]]]:
     """Each fact's nearest existing units in the vector index (active facts only)."""
+    k = max(SEARCH_K, int(run.config["retain.semantic_top_k"]) + 1)
+    exact = run.bank.store.exact_vectors()
+    if exact is not None:
+        # A small bank's vectors are in memory (core/store/exact.py): one scan
+        # each, where a LanceDB search costs ~15 ms of fixed overhead.
+        state = exact.state
+        mask = exact.mask(FACT_NETWORKS, state=state)
+        if excluded:
+            rows = exact.positions(pa.array(sorted(excluded), pa.string()), state)
+            mask[rows[rows >= 0]] = False
+        return [exact.search(vector, k, mask, state) for vector in vectors]
     index = run.bank.store.vectors
     if len(vectors) == 0 or index.count() == 0:
         return [[] for _ in range(len(vectors))]
-    k = max(SEARCH_K, int(run.config["retain.semantic_top_k"]) + 1)
     where = ACTIVE_FACTS
     if excluded:
         # A forced re-ingest: the units being replaced would be every fact's

@@ -31,7 +31,7 @@ from core.server import (
 from core.server.admission import Admission, AdmissionMiddleware
 from core.server.api_docs import PublicDocs
 from core.server.calls import Downloads, LongCalls
-from core.server.errors import disk_error, engram_error, http_error
+from core.server.errors import brief, brief_detail, disk_error, engram_error, http_error
 from core.server.guard import READ_TIMEOUT, REQUEST_TIMEOUT, Guard
 from core.server.operations import Operations
 from core.server.served import ServedBanks
@@ -152,5 +152,8 @@ def _openapi(app: FastAPI) -> dict:
 
 async def _validation_error(_request, error: RequestValidationError) -> JSONResponse:
     # FastAPI's own shape (loc names the field), without echoing the input back.
-    detail = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in error.errors()]
+    detail = [
+        {"loc": brief_detail(list(e["loc"])), "msg": brief(e["msg"]), "type": e["type"]}
+        for e in error.errors()
+    ]
     return JSONResponse({"detail": detail}, status_code=422)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import socket
@@ -159,6 +160,17 @@ def tls_context(ca_file: str | Path | None = None, *, pinned: str | Path | None 
     return context
 
 
+@functools.cache
+def _plain_context():
+    """What httpx builds for every client when told `verify=True` (~40 ms of
+    reading the certificate authorities): for an http owner it is never used, so
+    one serves every client of the process (a studio reconnecting, a test's many
+    routed commands)."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 class OwnerClient:
     """HTTP to a bank's owner with its bearer token (httpx, connections reused).
     An https owner's certificate is verified (`tls_context`): `ca_file` adds the
@@ -184,7 +196,7 @@ class OwnerClient:
             headers={"Authorization": f"Bearer {token}"},
             timeout=httpx.Timeout(timeout, connect=5.0),
             event_hooks={"request": [_say_who]},
-            verify=tls_context(ca_file, pinned=pinned) if secure else True,
+            verify=tls_context(ca_file, pinned=pinned) if secure else _plain_context(),
         )
 
     # -- plain calls -------------------------------------------------------------
@@ -459,12 +471,17 @@ class RemoteBank:
             report = value
         return report
 
-    def export_snapshot(self, path, *, progress=None, cancel=None):
+    def export_snapshot(
+        self, path, *, progress=None, cancel=None, record_as=None, record_host: str = ""
+    ):
         """The owner writes the snapshot (progress, cancel), then it streams into
-        `path` here; the bank records the export under this machine's path."""
+        `path` here; the bank records the export under this machine's path (or
+        `record_as`, as `Bank.export_snapshot` does: "" records nothing)."""
         target = Path(path)
         op = BANK["export_snapshot"]
-        kwargs = {"record_as": str(target.resolve()), "record_host": socket.gethostname()}
+        if record_as is None:
+            record_as, record_host = str(target.resolve()), socket.gethostname()
+        kwargs = {"record_as": record_as, "record_host": record_host}
         manifest, event = self._call(op, [], kwargs, progress, cancel)
         self._client.download(event["download"], target, progress, cancel)
         return manifest

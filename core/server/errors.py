@@ -75,12 +75,36 @@ _PATH = re.compile(
 )
 
 
+# A refusal names what it refused, never all of it: a megabyte of strategy or
+# setting name quoted back would make the answer as large as the request.
+_LONG_WORD = re.compile(r"\S{121,}")
+DETAIL_CHARS = 2_000
+
+
+def brief(text: str) -> str:
+    """`text` with any run of over 120 characters without a space cut to its
+    start, and at most DETAIL_CHARS long."""
+    text = _LONG_WORD.sub(lambda m: f"{m.group()[:60]}… ({len(m.group()):,} characters)", text)
+    return text if len(text) <= DETAIL_CHARS else text[:DETAIL_CHARS] + "…"
+
+
+def brief_detail(detail: Any) -> Any:
+    """An answer's `detail` (text, or FastAPI's list of objects) with its texts brief."""
+    if isinstance(detail, str):
+        return brief(detail)
+    if isinstance(detail, list):
+        return [brief_detail(d) for d in detail]
+    if isinstance(detail, dict):
+        return {k: brief_detail(v) for k, v in detail.items()}
+    return detail
+
+
 def public(text: str, home: Path | None = None) -> str:
-    """`text` without the server's paths: the data folder is named as such, any
-    other absolute path is `<path>`."""
+    """`text` without the server's paths (the data folder is named as such, any
+    other absolute path is `<path>`), and brief."""
     for root, name in _roots(home):
         text = text.replace(root, name)
-    return _PATH.sub("<path>", text)
+    return brief(_PATH.sub("<path>", text))
 
 
 def _roots(home: Path | None) -> list[tuple[str, str]]:
@@ -124,6 +148,7 @@ async def http_error(request: Request, error: HTTPException) -> JSONResponse:
     detail = error.detail
     if isinstance(detail, str):
         detail = public(detail, _home_of(request))
+    detail = brief_detail(detail)
     return JSONResponse({"detail": detail}, status_code=error.status_code, headers=error.headers)
 
 

@@ -40,7 +40,7 @@ class UnitViews:
         listed = list(self.units.values())
         self.names = bank.entity_names([e for u in listed for e in u.entity_ids])
         documents = sorted({u.document_id for u in listed if u.document_id})
-        self.titles = {d.id: d.title for d in bank.documents(documents)} if documents else {}
+        self.titles = bank.document_titles(documents)
         self.turns = bank.sources([u.id for u in listed if u.document_id])
         observations = [u.id for u in listed if u.network is Network.OBSERVATION]
         self.observation_sources = bank.observation_sources(observations)

@@ -641,7 +641,9 @@ class DeleteDocumentResponse(Response):
 class UpdateMemoryRequest(Request):
     """Hindsight's memory curation: correct the fact, or take it out of use."""
 
-    text: str | None = Field(None, description="the corrected fact (re-embedded, re-linked)")
+    text: Annotated[str, Field(max_length=limits.UNIT_CHARS)] | None = Field(
+        None, description="the corrected fact (re-embedded, re-linked)"
+    )
     context: str | None = None
     occurred_start: str | None = Field(None, description="ISO 8601; '' or null clears it")
     occurred_end: str | None = Field(None, description="ISO 8601; '' or null clears it")
@@ -649,14 +651,16 @@ class UpdateMemoryRequest(Request):
     fact_type: Literal["world", "experience", "opinion"] | None = Field(
         None, description="move it to another network"
     )
-    entities: list[str] | None = Field(
+    entities: list[Name] | None = Field(
         None, description="the entities it mentions, by name or id ([] detaches all)"
     )
     resolve_entities: bool = True
     state: Literal["valid", "invalidated"] | None = Field(
         None, description="'invalidated' hides it from recall and reflect; 'valid' brings it back"
     )
-    reason: str | None = Field(None, description="why, kept in the audit entry")
+    reason: Annotated[str, Field(max_length=limits.REASON_CHARS)] | None = Field(
+        None, description="why, kept in the audit entry"
+    )
 
     @model_validator(mode="after")
     def _an_edit(self):

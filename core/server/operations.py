@@ -81,8 +81,12 @@ class Operations:
         self._scheduled: set[tuple[str, str]] = set()  # (bank, op) queued in the pool
         self._guard = threading.Lock()
         self._closed = False
-        self._marks = Path(served.engine.home) / MARKS
         served.opened.append(self.resume)
+
+    @property
+    def _marks(self) -> Path:
+        # Read when first needed, not built: the OpenAPI document is made with no engine.
+        return Path(self.served.engine.home) / MARKS
 
     # -- queueing --------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from core.interface import BANK, DOWNLOAD, ENGINE, UPLOAD, Operation
 from core.limits import FieldError, check_document, first_unstorable
 from core.server.admission import routed_call
 from core.server.calls import Downloads, LongCalls, stream
-from core.server.errors import status_of, stopped_why
+from core.server.errors import brief, status_of, stopped_why
 from core.server.feed import ChangeFeed
 from core.server.guard import current_departure
 from core.server.wire import decode, encode
@@ -58,7 +58,12 @@ class CallFailed(Exception):
 
 
 def error_event(error: BaseException) -> dict[str, Any]:
-    """What a client is told about a failed call (its message, never a traceback)."""
+    """What a client is told about a failed call (its message, brief, never a traceback)."""
+    event = _event(error)
+    return {**event, "detail": brief(event["detail"])}
+
+
+def _event(error: BaseException) -> dict[str, Any]:
     if isinstance(error, CallFailed):
         return {"status": error.status, "kind": error.kind, "detail": error.detail}
     departure = current_departure()

@@ -123,16 +123,14 @@ def check_name(name: str) -> str:
 
 @contextlib.contextmanager
 def _locked(home: Path) -> Iterator[None]:
-    """Serialise changes to the token file between processes (`engram tokens add` twice)."""
-    import fcntl
+    """Serialise changes to the token file between processes (`engram tokens add` twice).
+    filelock, as the bank and names locks: flock on Unix, msvcrt on Windows (which has
+    no fcntl: `engram tokens add` failed there on its import)."""
+    from filelock import FileLock
 
     home.mkdir(parents=True, exist_ok=True)
-    fd = os.open(home / (NAMED_FILE + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with FileLock(home / (NAMED_FILE + ".lock"), mode=0o600):
         yield
-    finally:
-        os.close(fd)
 
 
 def _load(path: Path) -> list[dict]:

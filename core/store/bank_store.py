@@ -38,6 +38,7 @@ from core.store.schema import migrate
 from core.types import EmbeddingMismatchError, VerifyReport
 
 if TYPE_CHECKING:
+    from core.store.exact import ExactVectors
     from core.store.vectors import VectorIndex
 
 DB_NAME = "bank.duckdb"
@@ -138,6 +139,13 @@ class BankStore:
         # a second and more to import.
         self._vectors: VectorIndex | None = None
         self._lexical: LexicalIndex | None = None
+        # A small bank's vectors in memory too (exact.py); None: not loaded, or
+        # the bank is past the limit (then `_exact_checked` says so).
+        self._exact: ExactVectors | None = None
+        self._exact_checked = False
+        # Ids whose LanceDB and Tantivy entries wait for the end of a batch
+        # (`deferred_indexes`); None: no batch open.
+        self._deferred: set[str] | None = None
 
     @property
     def vectors(self) -> VectorIndex:
@@ -169,6 +177,38 @@ class BankStore:
             except BaseException:
                 self._close_indexes()
                 raise
+
+    def exact_vectors(self) -> ExactVectors | None:
+        """The bank's vectors in memory (exact.py) when it holds at most
+        EXACT_MAX_UNITS units, loaded on first use; None above that."""
+        if self._exact is not None or self._exact_checked:
+            return self._exact
+        with self._write_lock:
+            if self._exact is None and not self._exact_checked:
+                self._load_exact()
+        return self._exact
+
+    def _load_exact(self) -> None:
+        # Under the write lock: no commit can land between this read and the
+        # first update `_index_chunk` makes.
+        from core.store.exact import EXACT_MAX_UNITS, ExactVectors
+
+        con = self.reader()
+        self._exact_checked = True
+        if con.execute("SELECT count(*) FROM units").fetchall()[0][0] > EXACT_MAX_UNITS:
+            self._exact = None
+            return
+        exact = ExactVectors(self.dim)
+        exact.load(
+            con.sql(
+                "SELECT id, vector, network, status, occurred_start, occurred_end FROM units"
+            ).to_arrow_table()
+        )
+        self._exact = exact
+
+    def _forget_exact(self) -> None:
+        """Drop the in-memory vectors (reloaded on next use): after a rebuild."""
+        self._exact, self._exact_checked = None, False
 
     def _close_indexes(self) -> None:
         lexical, self._vectors, self._lexical = self._lexical, None, None
@@ -205,17 +245,76 @@ class BankStore:
                     ) from error
                 raise
             self.generation += 1
-            if tx.touched:
-                try:
-                    self.sync_indexes(set(tx.touched))
-                except Exception as error:
-                    if not is_storage_failure(error):
-                        raise
-                    raise storage_error(
-                        error,
-                        "the change was saved, but the search indexes could not follow;"
-                        f" {NEXT_OPEN} (or run `engram repair BANK`)",
-                    ) from error
+            if tx.touched and self._deferred is not None and self._exact is not None:
+                # A batch of writes (`deferred_indexes`): the vectors in memory
+                # follow now (the next document's plan searches them), LanceDB
+                # and Tantivy once, when the batch ends.
+                self._follow_exact(tx.touched)
+                self._deferred |= tx.touched
+                if self._exact is None:  # the batch took the bank past the limit
+                    pending, self._deferred = self._deferred, set()
+                    self._sync_saved(pending)
+            elif tx.touched:
+                self._sync_saved(set(tx.touched))
+
+    def _sync_saved(self, ids: set[str]) -> None:
+        """The indexes follow a committed change; a storage failure says the change is saved."""
+        try:
+            self.sync_indexes(ids)
+        except Exception as error:
+            if not is_storage_failure(error):
+                raise
+            raise storage_error(
+                error,
+                "the change was saved, but the search indexes could not follow;"
+                f" {NEXT_OPEN} (or run `engram repair BANK`)",
+            ) from error
+
+    @contextmanager
+    def deferred_indexes(self) -> Iterator[None]:
+        """Many small write transactions as one batch (a retain of many small
+        documents): each commits on its own, but LanceDB and Tantivy catch up
+        once, at the end (one fragment, one index commit: ~0.2 s a document
+        otherwise), while a small bank's vectors in memory follow every commit.
+        A large bank (no vectors in memory) syncs each commit as usual: its
+        next plan searches LanceDB. The write lock is held throughout; a crash
+        midway leaves the ids queued, and the next open indexes them."""
+        with self._write_lock:
+            if self._deferred is not None:  # nested: the outer batch syncs
+                yield
+                return
+            self.exact_vectors()
+            self._deferred = set()
+            try:
+                yield
+            finally:
+                pending, self._deferred = self._deferred, None
+                if pending:
+                    self._sync_saved(pending)
+
+    def _follow_exact(self, ids: set[str]) -> None:
+        rows = (
+            self.reader()
+            .sql(
+                "SELECT id, vector, network, status, occurred_start, occurred_end"
+                " FROM units WHERE id IN (SELECT unnest($ids))",
+                params={"ids": sorted(ids)},
+            )
+            .to_arrow_table()
+        )
+        present = set(rows.column("id").to_pylist())
+        self._update_exact(rows, [i for i in ids if i not in present])
+
+    def _update_exact(self, rows, gone: list[str]) -> None:
+        exact = self._exact
+        if exact is None:
+            return
+        from core.store.exact import EXACT_MAX_UNITS
+
+        if len(exact) + rows.num_rows > EXACT_MAX_UNITS:
+            self._exact = None  # past the limit: searches go to LanceDB
+        else:
+            exact.update(rows, gone)
 
     # -- meta ----------------------------------------------------------------
 
@@ -307,6 +406,7 @@ class BankStore:
         )
         self.vectors.delete(gone)
         self.vectors.upsert(vector_rows)
+        self._update_exact(vector_rows, gone)
         self.lexical.delete(gone)
         self.lexical.upsert(
             zip(
@@ -398,6 +498,7 @@ class BankStore:
 
         with self._write_lock:
             self.sync_indexes()
+            self._forget_exact()
             vectors_dir, bm25_dir = self.folder / VECTORS_DIR, self.folder / BM25_DIR
             fresh_vectors, fresh_bm25 = rebuild.build_fresh(
                 self.reader(), vectors_dir, bm25_dir, self.dim

@@ -1,8 +1,9 @@
 """The DuckDB schema of a bank and its migrations.
 
 `MIGRATIONS` is append-only: each entry moves the schema from version i to
-i + 1 and runs inside the transaction that records the new version, so a bank
-is never left half-migrated. Add a new entry; never edit a shipped one.
+i + 1 and runs inside the transaction that records the new version (a new
+bank: every entry in one transaction), so a bank is never left half-migrated.
+Add a new entry; never edit a shipped one.
 """
 
 from __future__ import annotations
@@ -255,13 +256,21 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
             f"this bank has schema version {start}, newer than this Engram Studio "
             f"({SCHEMA_VERSION}): upgrade Engram Studio to open it"
         )
-    for version in range(start, SCHEMA_VERSION):
+    # A new bank gets the whole schema in one transaction: each commit costs
+    # more than its statements (~30 of a new bank's ~75 ms, and a test suite
+    # makes a thousand banks). An existing bank moves up one version per
+    # transaction, as it always has.
+    steps = (
+        [range(0, SCHEMA_VERSION)] if start == 0 else [[v] for v in range(start, SCHEMA_VERSION)]
+    )
+    for versions in steps:
         con.execute("BEGIN")
         try:
-            for statement in MIGRATIONS[version]:
-                con.execute(statement)
+            for version in versions:
+                for statement in MIGRATIONS[version]:
+                    con.execute(statement)
             con.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(version + 1)]
+                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(versions[-1] + 1)]
             )
             con.execute("COMMIT")
         except BaseException:

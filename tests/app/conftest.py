@@ -40,6 +40,9 @@ def _temporary_qsettings(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @pytest.fixture(autouse=True)
 def _studio_app(qapp: QApplication) -> Iterator[None]:
+    from app import collector
+
+    collector.install(qapp)  # as the studio does: no Qt object freed on a worker thread
     qapp.setOrganizationName("Engram")
     qapp.setApplicationName("Engram Studio")
     QSettings().clear()
@@ -47,6 +50,36 @@ def _studio_app(qapp: QApplication) -> Iterator[None]:
     QSettings().setValue("serving/enabled", False)
     yield
     QSettings().clear()
+
+
+@pytest.fixture(autouse=True)
+def _states_deleted_on_the_ui_thread(monkeypatch) -> Iterator[None]:
+    """A StudioState a test makes without a parent is deleted here, on the UI thread,
+    after the test's own fixtures have stopped its runner. It and its activity feed
+    refer to each other (the feed is its Qt child and keeps `.state`), so Python
+    frees them only in a cyclic collection, which runs on whichever thread is
+    allocating: often a runner thread of a later test, where destroying QObjects
+    (the feed's timer) is not allowed. Workers crashed with a segfault in Qt's event
+    loop in test_reflect_pane, test_timelines and test_graph_pane, which make such
+    states; the window's state has the window as its parent and is not affected."""
+    import shiboken6
+
+    from app.state import StudioState
+
+    made: list[StudioState] = []
+    init = StudioState.__init__
+
+    def recording_init(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        if self.parent() is None:
+            made.append(self)
+
+    monkeypatch.setattr(StudioState, "__init__", recording_init)
+    yield
+    for state in made:
+        if shiboken6.isValid(state):
+            state.activity.close()
+            shiboken6.delete(state)
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.panes.detail import UnitDetail
+from app.panes.documents import HEADERS
 from app.runner import Runner
 from app.state import StudioState
 from core import Document, Turn
@@ -53,7 +54,7 @@ def test_the_documents_pane_lists_tags_and_shows_metadata(
     window = make_window(start=True)
     pane = window.show_pane("documents")
     qtbot.waitUntil(lambda: len(pane.documents) == 1, timeout=20_000)
-    assert pane.table.item(0, 5).text() == f"user:quinn, {HOSTILE}"
+    assert pane.table.item(0, HEADERS.index("Tags")).text() == f"user:quinn, {HOSTILE}"
     assert pane.select_document("chat-1")
     qtbot.waitUntil(lambda: "Quinn keeps bees" in pane.turns.toPlainText(), timeout=20_000)
     assert f"Metadata: agent: {HOSTILE}; source: crewai" in pane.info.text()

@@ -28,8 +28,10 @@ def large_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """100,000 units (25,000 per network) with precomputed vectors, built once per session.
 
     Written in one transaction through the store's bulk insert (the one
-    `Bank.add_units` uses per 1,000-unit batch): the same rows and indexes,
-    without a hundred index commits."""
+    `Bank.add_units` uses per 1,000-unit batch), then indexed as an import is
+    (`rebuild_indexes`: appended to empty indexes from DuckDB): the same rows
+    and indexes, without a hundred index commits or the delete-before-add an
+    update of the indexes does per chunk (15.7 -> 14.2 s of CPU for the build)."""
     home = tmp_path_factory.mktemp("large-home")
     networks = list(Network)
     start = datetime(2024, 1, 1)
@@ -46,7 +48,8 @@ def large_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with Engine(home, embedder=EMBEDDER) as engine:
         bank = engine.create_bank("Large")
         with bank.store.transaction() as tx:
-            tx.touch(insert_units(tx.con, units, vectors, bank.store.embedding_model, utcnow()))
+            insert_units(tx.con, units, vectors, bank.store.embedding_model, utcnow())
+        bank.store.rebuild_indexes()
         report = bank.verify()
         assert report.ok and report.units == report.vectors == report.lexical == UNITS, report
     return home

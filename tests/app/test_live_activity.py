@@ -136,15 +136,15 @@ def test_an_agents_recall_is_watched_opened_and_replayed_after_a_retract(
     world, documents = window.pane("world"), window.pane("documents")
     written = set(retained.change.added[Kind.UNIT])
     qtbot.waitUntil(
-        lambda: world.model.rowCount() > 0
-        and all(
-            (u := world.model.unit_at(r)) is not None and u.id in written
-            for r in range(world.model.rowCount())
+        lambda: (
+            world.model.rowCount() > 0
+            and all(
+                (u := world.model.unit_at(r)) is not None and u.id in written
+                for r in range(world.model.rowCount())
+            )
         )
     )
-    qtbot.waitUntil(
-        lambda: (d := documents.current_document()) is not None and d.id == document_id
-    )
+    qtbot.waitUntil(lambda: (d := documents.current_document()) is not None and d.id == document_id)
     assert "Oren" in documents.current_document().title
     world.show_only(None)
 
@@ -193,11 +193,13 @@ def test_the_feed_filters_and_pauses(qtbot, window):
     assert pane.open_button.text() == "Show what it changed"
     pane.open_button.click()
     world = window.pane("world")
-    qtbot.waitUntil(lambda: world.model.rowCount() == 1 and len(world.selected_rows()) == 1)
+    qtbot.waitUntil(
+        lambda: world.model.rowCount() == 1 and len(world.selected_rows()) == 1, timeout=20_000
+    )
     assert "one write made" in world.only_label.text()
     assert world.model.unit_at(0).created_by == "support-bot"
     world.show_only(None)
-    qtbot.waitUntil(lambda: world.model.rowCount() == bank.count(Network.WORLD))
+    qtbot.waitUntil(lambda: world.model.rowCount() == bank.count(Network.WORLD), timeout=20_000)
 
 
 def test_the_audit_says_who_and_keeps_its_selection(qtbot, window):

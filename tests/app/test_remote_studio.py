@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import stat
+from datetime import UTC, datetime
 
 import pytest
 import shiboken6
@@ -52,6 +53,15 @@ def no_keyring(monkeypatch):
     keyring.set_keyring(fail.Keyring())
     yield
     keyring.set_keyring(before)
+
+
+def first_in_world(bank, text: str):
+    """A world memory dated before anything in the bank: the World pane's first row
+    (its default order is by date), whatever else this module's tests added to the
+    shared server's bank — past the first page it would only load when scrolled to."""
+    return bank.add_memory(
+        text, network=Network.WORLD, occurred_start=datetime(2020, 1, 10, tzinfo=UTC)
+    )
 
 
 def connect(qtbot, window, url: str, token: str = TOKEN, ca_file: str = ""):
@@ -172,7 +182,7 @@ def test_every_pane_works_on_the_remote_bank_while_another_client_writes(
 
     # Another client writes meanwhile: the pane shows it without a refresh.
     before = world.model.rowCount()
-    added = other.add_memory("Maya keeps a lemon tree on her balcony.", network=Network.WORLD)
+    added = first_in_world(other, "In 2020 Maya planted a lemon tree on her balcony.")
     [new_id] = added.added[Kind.UNIT]
     qtbot.waitUntil(lambda: world.model.rowCount() == before + 1, timeout=LONG)
     qtbot.waitUntil(lambda: world.model.row_of(new_id) is not None, timeout=LONG)
@@ -341,7 +351,7 @@ def test_a_dropped_connection_is_said_reconnects_and_loses_nothing_typed(
     assert other.unit(unit.id).text == unit.text  # nothing reached the server
 
     # Another client writes while the studio is cut off.
-    added = other.add_memory("Maya booked the Lisbon offsite for October.", network=Network.WORLD)
+    added = first_in_world(other, "In 2020 Maya booked the first Lisbon offsite.")
     [new_id] = added.added[Kind.UNIT]
 
     # The network is back: reconnected, every pane reloaded (the missed write is

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import shiboken6
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QThread
 
@@ -28,6 +29,44 @@ def test_query_runs_off_the_ui_thread_and_answers_on_it(qtbot, runner):
     assert seen["result"] == 42
     assert seen["worker"] is not ui
     assert seen["callback"] is ui
+
+
+class _Work:
+    """A task's function whose freeing is recorded (with what it holds, it is
+    what a pane's task keeps alive: possibly the last reference to a Qt object)."""
+
+    freed_on: list[threading.Thread] = []
+
+    def __init__(self, fails: bool = False) -> None:
+        self.fails = fails
+
+    def __call__(self) -> int:
+        if self.fails:
+            raise ValueError("no")
+        return 1
+
+    def __del__(self) -> None:
+        _Work.freed_on.append(threading.current_thread())
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_what_a_task_holds_is_let_go_on_the_ui_thread(qtbot, runner, monkeypatch, fails):
+    """A worker that is slow to return after handing over its result (descheduled,
+    on a busy machine) must not be the one to drop the task's last reference."""
+    from app import runner as runner_module
+
+    emit = runner_module._Runnable._emit
+
+    def slow_emit(signal, *args):
+        emit(signal, *args)
+        threading.Event().wait(0.3)  # the UI thread finishes the task meanwhile
+
+    monkeypatch.setattr(runner_module._Runnable, "_emit", staticmethod(slow_emit))
+    _Work.freed_on.clear()
+    with qtbot.waitSignal(runner.idle):
+        runner.run_query(_Work(fails), on_error=lambda error: None)
+    qtbot.waitUntil(lambda: bool(_Work.freed_on), timeout=5_000)
+    assert _Work.freed_on == [threading.main_thread()]
 
 
 def test_op_broadcasts_its_change_before_on_done(qtbot, runner):

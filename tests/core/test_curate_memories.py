@@ -130,7 +130,8 @@ def test_cli_confidence_edit_records_the_event(built, capsys):
     bank.close()
     assert cli(["--home", home, "edit", "test", opinion, "--confidence", "0.25"]) == 0
     bank = bank.engine.open_bank("test")
-    assert bank.opinion_history(opinion).steps[-1].event.reason == "edited by user"
+    # The reason names who edited: the CLI's actor, not the engine's direct caller.
+    assert bank.opinion_history(opinion).steps[-1].event.reason == "edited by cli"
 
 
 def test_split_takes_the_alias_it_splits_out(built):

@@ -335,3 +335,28 @@ def test_a_listing_with_a_bad_page_is_refused_naming_it(bank, kwargs, field):
     with pytest.raises(FieldError) as refused:
         bank.units(**kwargs)
     assert refused.value.field == field
+
+
+def test_a_call_refused_for_a_surrogate_leaves_the_journal_whole(engine):
+    """A refused call is journaled with its arguments; one holding a lone surrogate
+    (DuckDB cannot encode it) lost its own entry and every other in its batch."""
+    from core.limits import FieldError
+    from core.types import Document
+
+    bank = engine.create_bank("journaled")
+    bank.recall("bees")  # queued beside the refused ones
+    with pytest.raises(FieldError):
+        bank.set_profile(agent_name="\ud800")
+    with pytest.raises(FieldError):
+        bank.ingest([Document("d", "chat", (Turn("t", "A\udfff", "Bees."),))])
+    bank.recall("honey")
+    bank.close()  # what was queued is written, or lost
+    entries = engine.open_bank("journaled").activity()
+    assert [(e.operation, e.outcome) for e in entries] == [
+        ("recall", "ok"),
+        ("ingest", "error"),
+        ("set_profile", "error"),
+        ("recall", "ok"),
+    ]
+    assert entries[2].arguments == {"agent_name": "\ufffd"}
+    assert "surrogate" in entries[1].error

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import duckdb
 import pytest
 
 from core.recall.activation import adjacency
 from core.recall.linkgraph import LinkGraph
+from tests.support.links import link_tables
 
 
 @pytest.fixture
 def con():
-    con = duckdb.connect()
-    con.execute(
-        "CREATE TABLE links (source VARCHAR, target VARCHAR, kind VARCHAR, weight DOUBLE,"
-        " entity_id VARCHAR, relation VARCHAR)"
-    )
-    con.execute("CREATE TABLE units (id VARCHAR)")
-    con.execute("CREATE TABLE mentions (unit_id VARCHAR, entity_id VARCHAR, surface VARCHAR)")
+    con = link_tables()
     yield con
     con.close()
 

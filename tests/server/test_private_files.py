@@ -20,6 +20,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,16 @@ NOBODY = 65534
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.lstat().st_mode)
+
+
+def gone_soon(path: Path, within: float = 10.0) -> bool:
+    """Whether `path` is removed within `within` seconds (polled, not slept on)."""
+    deadline = time.monotonic() + within
+    while path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def others_can_read(*paths: Path) -> bool:
@@ -129,23 +140,37 @@ def dead_pid() -> int:
 
 @pytest.mark.slow
 def test_a_streamed_export_stays_in_the_data_folder_and_a_leftover_is_known_then_cleaned(
-    home, embedder
+    home, embedder, tmp_path, monkeypatch
 ):
     with Engine(home, embedder=embedder) as engine:
         retain_a_note(engine.create_bank("exported"))
-    shared_before = set(Path(tempfile.gettempdir()).glob("engram-*"))
+    # The shared temp folder, as the (in-process) server sees it: this test's own,
+    # so what other tests running meanwhile put in the real one does not count.
+    shared = tmp_path / "shared-temp"
+    shared.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
     with serving(home, embedder, headless=True, mcp=False) as served, served.client() as http:
+        # The copy the server streams from, seen as it is made: a small bank's copy
+        # may be sent and removed before the client reads the response's head.
+        made: list[tuple[Path, int, bool]] = []
+        make = served.banks.transfer_path
+
+        def recording(*args: object) -> Path:
+            path = make(*args)
+            made.append((path, mode(path), others_can_read(path)))
+            return path
+
+        served.banks.transfer_path = recording
         with http.stream("GET", "/engram/v1/banks/exported/snapshot") as r:
             assert r.status_code == 200
-            # While it streams: the copy is in the data folder, owner-only.
-            copies = list((home / "transfers").iterdir())
-            assert len(copies) == 1 and mode(copies[0]) == 0o600
-            assert mode(home / "transfers") == 0o700
-            assert not others_can_read(copies[0])
             data = b"".join(r.iter_bytes())
+        served.banks.transfer_path = make
         assert data[:2] == b"PK"
-        assert set(Path(tempfile.gettempdir()).glob("engram-*")) <= shared_before
-        assert not list((home / "transfers").iterdir())  # sent: removed
+        [(copy, copy_mode, readable)] = made  # in the data folder, owner-only
+        assert copy.parent == home / "transfers" and copy_mode == 0o600 and not readable
+        assert mode(home / "transfers") == 0o700
+        assert gone_soon(copy)  # sent: removed (after the response, by the server)
+        assert not list(shared.iterdir())
 
         # A server killed while sending leaves its copy: the bank's purge lists it.
         bank = served.banks.get("exported")

@@ -9,6 +9,7 @@ write is refused at once with 503 and Retry-After.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -196,3 +197,49 @@ def test_work_whose_client_left_stops_between_chunks(tmp_path, embedder, fake_ol
         assert extractions() < 3, "the retain went on for a client that had left"
         bank = served.banks.get("slow")
         assert bank.documents() == [] and bank.count(status=None) == 0
+
+
+# -- item 2: a request that stops arriving holds nothing for long --------------------
+
+
+def _stalled(url: str, head: bytes) -> socket.socket:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=60)
+    s.sendall(head)
+    return s
+
+
+def _reply(s: socket.socket) -> bytes:
+    """What the server sent before it closed the connection."""
+    data = b""
+    while chunk := s.recv(4096):
+        data += chunk
+    return data
+
+
+@pytest.mark.slow
+def test_a_body_that_stops_arriving_is_408_and_holds_no_lock(tmp_path, embedder):
+    options = {"mcp": False, "read_timeout": 1.0, "head_timeout": 1.0}
+    with serving(tmp_path, embedder, **options) as served, served.client() as http:
+        http.put("/v1/default/banks/b", json={}).raise_for_status()
+        body = b'{"items": [{"content": "Never finished.", "strategy": "verbatim"}]}'
+        stalled = _stalled(
+            served.url,
+            b"POST /v1/default/banks/b/memories HTTP/1.1\r\nHost: x\r\n"
+            b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+            b"Content-Type: application/json\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body[:20],
+        )
+        half_head = _stalled(served.url, b"POST /v1/default/banks/b/memories HTTP/1.1\r\n")
+        # The bank is not held by the stalled request: a write goes through meanwhile.
+        done = {"items": [{"content": "Written meanwhile.", "strategy": "verbatim"}]}
+        assert http.post("/v1/default/banks/b/memories", json=done).status_code == 200
+        answer = _reply(stalled)
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert b"stopped arriving for 1 s" in answer
+        # And a head that never ends is closed by the server (recv times out otherwise).
+        assert not _reply(half_head).startswith(b"HTTP/1.1 2")
+        half_head.close()
+        stalled.close()
+        texts = {u.text for u in served.banks.get("b").units(limit=None)}
+        assert texts == {"Written meanwhile."}

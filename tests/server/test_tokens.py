@@ -86,6 +86,19 @@ def test_engram_tokens_commands(tmp_path, capsys, monkeypatch):
     assert [t["name"] for t in json.loads(capsys.readouterr().out)] == ["default"]
 
 
+def test_tokens_are_made_and_revoked_without_fcntl(tmp_path, monkeypatch):
+    """Windows has no fcntl module: the token file's lock is filelock's (msvcrt
+    there), as the bank's and the names' locks are."""
+    import sys
+
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # `import fcntl` raises ImportError
+    bot = add_token(tmp_path, "bot")
+    assert TokenRing.for_home(tmp_path).identify(f"Bearer {bot}") == "bot"
+    revoke_token(tmp_path, "bot")
+    assert [t.name for t in list_tokens(tmp_path)] == ["default"]
+
+
 def test_the_caller_of_a_request():
     headers = {b"authorization": b"Bearer x"}
     assert caller_of("support-bot", "/v1/default/banks", headers) == Caller("support-bot", "http")

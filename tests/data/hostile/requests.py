@@ -65,7 +65,9 @@ def _deep(depth: int) -> str:
 RETAIN = "/v1/default/banks/{bank}/memories"
 RECALL = "/v1/default/banks/{bank}/memories/recall"
 CALL = "/engram/v1/banks/{bank}/call/"
+MEMORY = "/v1/default/banks/{bank}/memories/m1"  # no such memory: refused before it is looked for
 BIG = 100_001
+MB = 2**20
 
 HTTP: dict[str, HttpCase] = {
     # -- lone surrogates (issue 27, item 9) --
@@ -238,6 +240,46 @@ HTTP: dict[str, HttpCase] = {
     "call-agent-name-over-limit": HttpCase(
         "POST", CALL + "set_profile", _call_body([], {"agent_name": "a" * 201}), names="agent_name"
     ),
+    "update-text-over-unit-limit": HttpCase(
+        "PATCH", MEMORY, _raw(json.dumps({"text": "x" * 20_001})), names="text"
+    ),
+    "update-reason-megabyte": HttpCase(
+        "PATCH",
+        MEMORY,
+        _raw(json.dumps({"state": "invalidated", "reason": "r" * MB})),
+        names="reason",
+    ),
+    "update-entity-megabyte": HttpCase(
+        "PATCH", MEMORY, _raw(json.dumps({"entities": ["E" * MB]})), names="entities"
+    ),
+    # -- refusals quote what they refused briefly, never a megabyte back --
+    "strategy-megabyte": HttpCase(
+        "POST", RETAIN, _retain(_item(strategy="s" * MB)), names="strategy"
+    ),
+    "timestamp-megabyte": HttpCase(
+        "POST", RETAIN, _retain(_item(timestamp="2" * MB)), names="timestamp"
+    ),
+    "config-key-megabyte": HttpCase(
+        "PATCH",
+        "/v1/default/banks/{bank}/config",
+        _raw(json.dumps({"updates": {"k" * MB: 1}})),
+        names="updates",
+    ),
+    "engram-config-key-megabyte": HttpCase(
+        "PATCH",
+        "/engram/v1/banks/{bank}/config",
+        _raw(json.dumps({"settings": {"k" * MB: 1}})),
+        names="unknown setting",
+    ),
+    "engram-config-value-megabyte": HttpCase(
+        "PATCH",
+        "/engram/v1/banks/{bank}/config",
+        _raw(json.dumps({"settings": {"recall.rrf_k": "k" * MB}})),
+        names="recall.rrf_k",
+    ),
+    "call-kwarg-name-megabyte": HttpCase(
+        "POST", CALL + "units", _call_body([], {"k" * MB: 1}), names="keyword argument"
+    ),
     "body-over-limit": HttpCase(
         "POST", RETAIN, _retain(_item(content="x" * (9 * 2**20))), status=413, names="limit"
     ),
@@ -249,6 +291,8 @@ class ToolCase:
     tool: str
     arguments: dict[str, Any]
     names: str  # what the error must name
+    # A tool only a server of many banks offers (`engram mcp BANK` serves one).
+    many_banks: bool = False
 
 
 MCP_TOOLS: dict[str, ToolCase] = {
@@ -275,6 +319,9 @@ MCP_TOOLS: dict[str, ToolCase] = {
     "timestamp-overflow": ToolCase(
         "retain", {"content": "bees", "timestamp": "9999-12-31T23:00:00-14:00"}, "timestamp"
     ),
+    "timestamp-overflow-early": ToolCase(
+        "retain", {"content": "bees", "timestamp": "0001-01-01T01:00:00+14:00"}, "timestamp"
+    ),
     "timestamp-garbage": ToolCase(
         "retain", {"content": "bees", "timestamp": "last tuesday-ish"}, "timestamp"
     ),
@@ -291,6 +338,31 @@ MCP_TOOLS: dict[str, ToolCase] = {
     "list-offset-negative": ToolCase("list_memories", {"offset": -1}, "offset"),
     "list-limit-huge": ToolCase("list_memories", {"limit": 10**6}, "limit"),
     "list-q-surrogate": ToolCase("list_memories", {"q": "\ud800"}, "q"),
+    "documents-offset-huge": ToolCase("list_documents", {"offset": 10**21}, "offset"),
+    "update-text-surrogate": ToolCase(
+        "update_memory", {"memory_id": "m1", "text": "bees \ud800"}, "text"
+    ),
+    "update-text-over-limit": ToolCase(
+        "update_memory", {"memory_id": "m1", "text": "x" * BIG}, "text"
+    ),
+    "invalidate-reason-megabyte": ToolCase(
+        "invalidate_memory", {"memory_id": "m1", "reason": "r" * MB}, "reason"
+    ),
+    "delete-document-surrogate": ToolCase(
+        "delete_document", {"document_id": "d\udfff"}, "document_id"
+    ),
+    "create-bank-name-surrogate": ToolCase(
+        "create_bank", {"bank": "new\ud800"}, "bank", many_banks=True
+    ),
+    "create-bank-mission-surrogate": ToolCase(
+        "create_bank", {"bank": "new", "mission": "keep \ud800"}, "mission", many_banks=True
+    ),
+    "create-bank-agent-name-surrogate": ToolCase(
+        "create_bank", {"bank": "new", "name": "\udfff"}, "name", many_banks=True
+    ),
+    "create-bank-mission-over-limit": ToolCase(
+        "create_bank", {"bank": "new", "mission": "m" * 20_001}, "mission", many_banks=True
+    ),
 }
 
 # Raw stdin lines for `engram mcp` (after the handshake): each must be answered
