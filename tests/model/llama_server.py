@@ -262,6 +262,14 @@ class ModelServer:
             result.first_token = result.first_token or result.finished
             result.eval_tokens = count
             result.prompt_tokens = max(0, llama.n_tokens - count) or prompt_tokens
+            # One line a generation in the server's log: what a slow run spent its time on.
+            print(
+                f"{_now()} {model.name}: {result.prompt_tokens} prompt tokens in"
+                f" {result.first_token - started:.1f} s, {count} written in"
+                f" {result.finished - result.first_token:.1f} s ({result.finish_reason})",
+                file=sys.stderr,
+                flush=True,
+            )
             yield result
 
 
