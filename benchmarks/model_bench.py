@@ -192,11 +192,13 @@ def main() -> int:
         models = [m for m in models if m[0] in wanted]
     rows = []
     samples = {}
+    out = Path(args.out)
     with tempfile.TemporaryDirectory(prefix="model-bench-") as scratch:
         folder = Path(scratch)
         with Engine(folder / "home", embedder=shared_embedder()) as engine:
             row, samples["rules"] = run(engine, "rules", files, "rules", None)
             rows.append(row)
+            save(out, rows, samples)
             if models:  # --models none: rules alone
                 server = LlamaServer(folder, models)
                 try:
@@ -205,16 +207,19 @@ def main() -> int:
                         with LanguageModel(settings) as lm:
                             row, samples[name] = run(engine, name, files, "llm", lm)
                             rows.append(row)
+                            save(out, rows, samples)
                 finally:
                     server.stop()
-    text = table(rows)
-    print(f"\nfiles: {', '.join(p.name for p in files)}\n\n{text}")
-    out = Path(args.out)
+    print(f"\nfiles: {', '.join(p.name for p in files)}\n\n{table(rows)}")
+    return 0
+
+
+def save(out: Path, rows: list[dict], samples: dict) -> None:
+    """The rows so far (after each run: a run cut short keeps those before it)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "model_bench.json").write_text(json.dumps(rows, indent=2), "utf-8")
-    (out / "model_bench.md").write_text(text + "\n", "utf-8")
+    (out / "model_bench.md").write_text(table(rows) + "\n", "utf-8")
     (out / "model_bench_facts.json").write_text(json.dumps(samples, indent=1), "utf-8")
-    return 0
 
 
 if __name__ == "__main__":
