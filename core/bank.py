@@ -609,12 +609,14 @@ class Bank:
 
     def prepare_recall(self) -> str:
         """Load what recall keeps in memory (the link graph: ~3.5 s at 100,000
-        units) so the first recall is not the slow one; returns what the graph did
+        units; a small bank's units) so the first recall is not the slow one; returns what the graph did
         ("rebuilt", "appended" or "current"), and open the search indexes. Read-only
         but for the replay of writes a crash left unindexed."""
         from core.recall.linkgraph import link_graph
+        from core.recall.unitcache import units_in_memory
 
         self.store.open_indexes()
+        units_in_memory(self.store).load(self.store)
 
         graph = link_graph(self.store)
         with graph.lock:
@@ -984,9 +986,12 @@ class Bank:
         self.store.advertise(url, token_file, certificate)
 
     def close(self) -> None:
+        from core.recall.unitcache import units_in_memory
+
         self.engine._forget(self)
         try:
             self._activity.close()  # what it has queued is committed first
+            units_in_memory(self.store).wait()  # no read of a closing bank
         finally:
             self.store.close()
 

@@ -56,7 +56,8 @@ from core.recall.trace import (
 )
 from core.store.bank_store import utcnow
 from core.store.tagged import allowed_units
-from core.store.units import get_units, get_vectors
+from core.recall.unitcache import recall_units
+from core.store.units import get_vectors
 from core.tags import TagScope, describe
 from core.timeparse import naive_utc
 from core.types import InvalidInputError, Network, Unit, UnitStatus
@@ -460,7 +461,7 @@ def _rerank(
     their vectors, and spread across sources) as the settings ask."""
     cfg, timings = request.cfg, trace.timings_ms
     t0 = time.perf_counter()
-    units = get_units(store.reader(), [f.id for f in fused])
+    units = recall_units(store, [f.id for f in fused])
     timings["load"] = _ms(t0)
     candidates = [
         Candidate(
@@ -645,7 +646,7 @@ def _observations(
                 order.append(unit_id)
     if not order:
         return []
-    units = get_units(con, order)
+    units = recall_units(bank.store, order)
     loaded.update(units)
     order = [u for u in order if u in units]
     tokens = TOKEN_COUNTS.count(bank.embedder, [units[u].text for u in order])
