@@ -54,9 +54,9 @@ from core.recall.trace import (
     RerankTrace,
     SkippedFact,
 )
+from core.recall.unitcache import recall_units
 from core.store.bank_store import utcnow
 from core.store.tagged import allowed_units
-from core.recall.unitcache import recall_units
 from core.store.units import get_vectors
 from core.tags import TagScope, describe
 from core.timeparse import naive_utc
