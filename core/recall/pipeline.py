@@ -54,7 +54,7 @@ from core.recall.trace import (
     RerankTrace,
     SkippedFact,
 )
-from core.recall.unitcache import recall_units
+from core.recall.unitcache import latest_activity, observations_of, recall_units
 from core.store.bank_store import utcnow
 from core.store.tagged import allowed_units
 from core.store.units import get_vectors
@@ -578,15 +578,7 @@ def reference_time(store) -> tuple[datetime, str]:
 
 
 def _latest_activity(store) -> datetime | None:
-    mentioned, occurred = (
-        store.reader()
-        .execute(
-            "SELECT max(mentioned_at), max(coalesce(occurred_end, occurred_start))"
-            " FROM units WHERE status = ?",
-            [UnitStatus.ACTIVE.value],
-        )
-        .fetchall()[0]
-    )
+    mentioned, occurred = latest_activity(store)
     # The latest conversation is "now" for the bank; occurrence times can lie in
     # the future (plans), so they count only when nothing records a mention time.
     return mentioned or occurred
@@ -629,15 +621,7 @@ def _observations(
     if not counts:
         return []
     entities = sorted(counts, key=lambda e: (-counts[e], e))
-    con = bank.store.reader()
-    rows = con.execute(
-        "SELECT m.entity_id, u.id FROM mentions m JOIN units u ON u.id = m.unit_id"
-        " WHERE m.entity_id IN (SELECT unnest(?)) AND u.network = ? AND u.status = ?",
-        [entities, Network.OBSERVATION.value, UnitStatus.ACTIVE.value],
-    ).fetchall()
-    by_entity: dict[str, list[str]] = {}
-    for entity, unit_id in rows:
-        by_entity.setdefault(entity, []).append(unit_id)
+    by_entity = observations_of(bank.store, entities)
     packed_ids = {item.unit_id for item in items}
     order: list[str] = []
     for entity in entities:

@@ -57,3 +57,33 @@ def test_a_bank_past_the_limit_reads_from_duckdb(bank, monkeypatch):
     assert units_in_memory(bank.store).units is None
     result = bank.recall("Where did Alice hike?", count_access=False)
     assert result.unit_ids == ids and result.units == _stored(bank, ids)
+
+
+def test_observations_and_latest_activity_from_memory_are_duckdbs(bank, monkeypatch):
+    import core.recall.unitcache as unitcache
+    from core import Network
+    from core.recall.unitcache import latest_activity, observations_of
+
+    alice, bob = add_entity(bank, "Alice"), add_entity(bank, "Bob")
+    ids = add(
+        bank,
+        unit("Alice hikes in Yosemite every spring.", Network.OBSERVATION, entities=(alice,)),
+        unit("Alice and Bob climb together.", Network.OBSERVATION, entities=(alice, bob)),
+        unit("Bob repaired his bicycle chain.", when=datetime(2024, 5, 2), entities=(bob,)),
+        unit("Alice moved to Fresno.", when=datetime(2024, 6, 9), entities=(alice,)),
+    )
+    bank.edit_unit(ids[3], occurred_end=datetime(2024, 6, 20))
+
+    def both():
+        found = observations_of(bank.store, [alice, bob, "nobody"])
+        return {e: sorted(v) for e, v in found.items()}, latest_activity(bank.store)
+
+    bank.prepare_recall()
+    assert units_in_memory(bank.store).current(bank.store) is not None
+    from_memory = both()
+    monkeypatch.setattr(unitcache, "UNITS_IN_MEMORY_MAX", 0)
+    bank.prepare_recall()
+    assert units_in_memory(bank.store).current(bank.store) is None
+    assert both() == from_memory
+    assert from_memory[0] == {alice: sorted(ids[:2]), bob: [ids[1]]}
+    assert from_memory[1][1] == datetime(2024, 6, 20)
