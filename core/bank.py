@@ -422,6 +422,18 @@ class Bank:
 
         return titles(self.store.reader(), document_ids)
 
+    def unit_labels(
+        self,
+        entity_ids: Sequence[str],
+        document_ids: Sequence[str],
+        observation_ids: Sequence[str],
+    ) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
+        """`entity_names`, `document_titles` and `observation_sources` of these
+        ids at once (one query): what a page of units shows beside their text."""
+        from core.retain.documents import labels_of
+
+        return labels_of(self.store.reader(), entity_ids, document_ids, observation_ids)
+
     def document_hashes(self, document_ids: Sequence[str]) -> dict[str, str]:
         """The content hash of each of these documents the bank holds (one indexed
         lookup, not a listing of every document)."""

@@ -101,6 +101,7 @@ BANK = {
         read("pending_jobs", "int"),
         read("documents", "list[StoredDocument]"),
         read("document_titles", "dict[str, str]"),
+        read("unit_labels", "tuple[dict[str, str], dict[str, str], dict[str, list[str]]]"),
         read("document_hashes", "dict[str, str]"),
         read("document_preview", "DocumentPreview"),
         read("document_failures", "list[ChunkFailure]"),
