@@ -90,7 +90,7 @@ def test_counts_wait_in_memory_merged_per_unit_and_a_failed_write_keeps_them():
             raise OSError("disk full")
         written.append(dict(pending))
 
-    counts = AccessCounts(write, delay=3600)  # flushed by hand here
+    counts = AccessCounts(write, threading.RLock(), delay=3600)  # flushed by hand here
     first, second = datetime(2024, 5, 1, 12), datetime(2024, 5, 1, 13)
     counts.record(["a", "b", "a"], first)  # listed twice in one recall: counted once
     counts.record(["a"], second)
@@ -114,3 +114,30 @@ def test_a_clean_close_writes_the_counts_still_waiting(engine, bank):
         bank.recall("Where did Alice hike?")
     bank.close()
     assert engine.open_bank(name).unit(ids[0]).access_count == 3
+
+
+def test_a_read_never_waits_for_a_write_to_show_the_counts(bank):
+    ids = add(bank, unit("Alice hiked the Mist Trail in Yosemite.", when=datetime(2024, 5, 1)))
+    bank.recall("Where did Alice hike?", count_access=False)  # what loads once is loaded
+    holding, release = threading.Event(), threading.Event()
+
+    def writer():  # a long retain holds the bank's write lock
+        with bank.store.transaction():
+            holding.set()
+            release.wait()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    holding.wait()
+    try:
+        bank.recall("Where did Alice hike?")
+        seen: list = []
+        reader = threading.Thread(target=lambda: seen.append(bank.unit(ids[0]).access_count))
+        reader.start()
+        reader.join(60)  # a deadlock guard, not a timing
+        assert not reader.is_alive() and seen == [0]  # the count written so far
+    finally:
+        release.set()
+        thread.join()
+    bank.store.access.flush()  # the timer's flush may be the one writing it now
+    assert bank.unit(ids[0]).access_count == 1  # waited, not lost
