@@ -41,6 +41,7 @@ class ServeProcess:
                 self.url = line.strip().rsplit(" at ", 1)[1]
                 break
         else:
+            self.stop()  # it closed its output without serving: make sure it is gone
             raise RuntimeError("engram serve did not start")
         self.start_seconds = time.perf_counter() - started
         self.headers = {"Authorization": f"Bearer {TOKEN}"}

@@ -199,7 +199,10 @@ def main() -> None:
             servers[0].stop()  # copied while no one writes it
             shutil.rmtree(base_home, ignore_errors=True)
             shutil.copytree(args.home, base_home)
-            servers = [ServeProcess(args.home), ServeProcess(base_home, args.baseline.resolve())]
+            # One at a time into `servers`: if the baseline fails to start, the
+            # Engram server already running is still stopped by the `finally`.
+            servers = [ServeProcess(args.home)]
+            servers.append(ServeProcess(base_home, args.baseline.resolve()))
             sides[0] = Side("engram", servers[0].url, bank, servers[0].headers)
             sides.append(Side("baseline", servers[1].url, bank, servers[1].headers))
         for name in args.conditions:

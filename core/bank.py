@@ -217,7 +217,7 @@ class Bank:
         """A page of units. Filters: status, entity, start, end, text, mode,
         min_confidence, max_confidence, ids (see `UnitFilter`)."""
         flt = UnitFilter(network=network, **filters)
-        return select_units(self.store.reader(), flt, order, descending, offset, limit)
+        return select_units(self.store.counted_reader(), flt, order, descending, offset, limit)
 
     def count(
         self, network: Network | str | Sequence[Network | str] | None = None, **filters: Any
@@ -242,7 +242,7 @@ class Bank:
         """These units (any status) by id; ids not stored are left out."""
         from core.store.units import get_units
 
-        return get_units(self.store.reader(), list(unit_ids))
+        return get_units(self.store.counted_reader(), list(unit_ids))
 
     def tag_counts(
         self, q: str | None = None, *, offset: int = 0, limit: int | None = 100
@@ -421,6 +421,18 @@ class Bank:
         from core.retain.documents import titles
 
         return titles(self.store.reader(), document_ids)
+
+    def unit_labels(
+        self,
+        entity_ids: Sequence[str],
+        document_ids: Sequence[str],
+        observation_ids: Sequence[str],
+    ) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
+        """`entity_names`, `document_titles` and `observation_sources` of these
+        ids at once (one query): what a page of units shows beside their text."""
+        from core.retain.documents import labels_of
+
+        return labels_of(self.store.reader(), entity_ids, document_ids, observation_ids)
 
     def document_hashes(self, document_ids: Sequence[str]) -> dict[str, str]:
         """The content hash of each of these documents the bank holds (one indexed
@@ -609,12 +621,14 @@ class Bank:
 
     def prepare_recall(self) -> str:
         """Load what recall keeps in memory (the link graph: ~3.5 s at 100,000
-        units) so the first recall is not the slow one; returns what the graph did
+        units; a small bank's units) so the first recall is not the slow one; returns what the graph did
         ("rebuilt", "appended" or "current"), and open the search indexes. Read-only
         but for the replay of writes a crash left unindexed."""
         from core.recall.linkgraph import link_graph
+        from core.recall.unitcache import units_in_memory
 
         self.store.open_indexes()
+        units_in_memory(self.store).load(self.store)
 
         graph = link_graph(self.store)
         with graph.lock:
@@ -984,9 +998,12 @@ class Bank:
         self.store.advertise(url, token_file, certificate)
 
     def close(self) -> None:
+        from core.recall.unitcache import units_in_memory
+
         self.engine._forget(self)
         try:
             self._activity.close()  # what it has queued is committed first
+            units_in_memory(self.store).wait()  # no read of a closing bank
         finally:
             self.store.close()
 

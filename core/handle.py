@@ -124,7 +124,7 @@ class BankHandle:
     def unit(self, unit_id: str) -> Unit:
         from core.store.units import get_units
 
-        found = get_units(self.store.reader(), [unit_id])
+        found = get_units(self.store.counted_reader(), [unit_id])
         if unit_id not in found:
             raise EngramError(f"no unit {unit_id!r} in bank {self.name!r}")
         return found[unit_id]

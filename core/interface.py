@@ -62,8 +62,9 @@ def write(name: str, returns: str, **flags) -> Operation:
 
 LONG = {"progress": True, "cancel": True}
 
-# Recall counts access (each returned unit's access_count) in its own small
-# transaction: bookkeeping, not a change anyone waits for, so it is a read.
+# Recall counts access (each returned unit's access_count), written in the
+# background (core/store/access.py): bookkeeping, not a change anyone waits
+# for, so it is a read.
 BANK = {
     op.name: op
     for op in (
@@ -100,6 +101,7 @@ BANK = {
         read("pending_jobs", "int"),
         read("documents", "list[StoredDocument]"),
         read("document_titles", "dict[str, str]"),
+        read("unit_labels", "tuple[dict[str, str], dict[str, str], dict[str, list[str]]]"),
         read("document_hashes", "dict[str, str]"),
         read("document_preview", "DocumentPreview"),
         read("document_failures", "list[ChunkFailure]"),

@@ -11,7 +11,8 @@ fusion, and their names are left out of the text the semantic channel embeds.
 Each stage is a function here (`_request`, `_speakers`, `_retrieve`, `_fuse`,
 `_rerank`, `_pack`, `_observations`; `_stages` runs them in order) and records
 what it did in the typed trace (core/recall/trace.py), so a person can see why
-each fact was returned and why others were not. The one write is the access count of what was returned (`count_access`).
+each fact was returned and why others were not. The one write is the access count of what was returned (`count_access`),
+made in the background (core/store/access.py).
 """
 
 from __future__ import annotations
@@ -53,9 +54,10 @@ from core.recall.trace import (
     RerankTrace,
     SkippedFact,
 )
+from core.recall.unitcache import latest_activity, observations_of, recall_units
 from core.store.bank_store import utcnow
 from core.store.tagged import allowed_units
-from core.store.units import get_units, get_vectors, record_access
+from core.store.units import get_vectors
 from core.tags import TagScope, describe
 from core.timeparse import naive_utc
 from core.types import InvalidInputError, Network, Unit, UnitStatus
@@ -140,8 +142,8 @@ def recall(
     if count_access:
         ids = [i.unit_id for i in (*result.items, *result.observations)]
         if ids:
-            with bank.store.transaction() as tx:
-                record_access(tx.con, ids, utcnow())
+            # Written in the background (core/store/access.py): no write lock here.
+            bank.store.access.record(ids, utcnow())
     return result
 
 
@@ -190,6 +192,8 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
     trace = _new_trace(request)
     timings = trace.timings_ms
 
+    loaded: dict[str, Unit] = {}
+
     def finish(items=(), observations=(), used=0) -> RecallResult:
         timings["total"] = _ms(t_start)
         timings["total_excluding_embedding"] = timings["total"] - timings.get("embed", 0.0)
@@ -201,6 +205,7 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
             budget=request.budget,
             tokens_used=used,
             observations=tuple(observations),
+            units={i.unit_id: loaded[i.unit_id] for i in (*items, *observations)},
         )
 
     if not request.networks:
@@ -235,11 +240,14 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
     t0 = time.perf_counter()
     items, used = _pack(bank, request, reranked, trace)
     timings["packing"] = _ms(t0)
+    loaded.update(reranked.units)
 
     observations: list[RecallItem] = []
     if request.observation_budget > 0 and items:
         t0 = time.perf_counter()
-        observations = _observations(bank, items, request.observation_budget, trace, request.scope)
+        observations = _observations(
+            bank, items, request.observation_budget, trace, request.scope, loaded
+        )
         timings["observations"] = _ms(t0)
     return finish(items, observations, used)
 
@@ -453,7 +461,7 @@ def _rerank(
     their vectors, and spread across sources) as the settings ask."""
     cfg, timings = request.cfg, trace.timings_ms
     t0 = time.perf_counter()
-    units = get_units(store.reader(), [f.id for f in fused])
+    units = recall_units(store, [f.id for f in fused])
     timings["load"] = _ms(t0)
     candidates = [
         Candidate(
@@ -570,15 +578,7 @@ def reference_time(store) -> tuple[datetime, str]:
 
 
 def _latest_activity(store) -> datetime | None:
-    mentioned, occurred = (
-        store.reader()
-        .execute(
-            "SELECT max(mentioned_at), max(coalesce(occurred_end, occurred_start))"
-            " FROM units WHERE status = ?",
-            [UnitStatus.ACTIVE.value],
-        )
-        .fetchall()[0]
-    )
+    mentioned, occurred = latest_activity(store)
     # The latest conversation is "now" for the bank; occurrence times can lie in
     # the future (plans), so they count only when nothing records a mention time.
     return mentioned or occurred
@@ -610,9 +610,10 @@ def _observations(
     budget: int,
     trace: RecallTrace,
     scope: ch.Scope,
+    loaded: dict[str, Unit],
 ) -> list[RecallItem]:
     """Observations of the entities the packed facts mention, the most mentioned
-    entities first, greedily under their own budget."""
+    entities first, greedily under their own budget (their units go into `loaded`)."""
     counts: dict[str, int] = {}
     for item in items:
         for entity in item.entity_ids:
@@ -620,15 +621,7 @@ def _observations(
     if not counts:
         return []
     entities = sorted(counts, key=lambda e: (-counts[e], e))
-    con = bank.store.reader()
-    rows = con.execute(
-        "SELECT m.entity_id, u.id FROM mentions m JOIN units u ON u.id = m.unit_id"
-        " WHERE m.entity_id IN (SELECT unnest(?)) AND u.network = ? AND u.status = ?",
-        [entities, Network.OBSERVATION.value, UnitStatus.ACTIVE.value],
-    ).fetchall()
-    by_entity: dict[str, list[str]] = {}
-    for entity, unit_id in rows:
-        by_entity.setdefault(entity, []).append(unit_id)
+    by_entity = observations_of(bank.store, entities)
     packed_ids = {item.unit_id for item in items}
     order: list[str] = []
     for entity in entities:
@@ -637,7 +630,8 @@ def _observations(
                 order.append(unit_id)
     if not order:
         return []
-    units = get_units(con, order)
+    units = recall_units(bank.store, order)
+    loaded.update(units)
     order = [u for u in order if u in units]
     tokens = TOKEN_COUNTS.count(bank.embedder, [units[u].text for u in order])
     # With others waiting, no one observation takes more than half of their budget.

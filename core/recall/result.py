@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from core.recall.trace import RecallTrace
+    from core.types import Unit
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,10 @@ class RecallResult:
     budget: int
     tokens_used: int
     observations: tuple[RecallItem, ...] = field(default=())
+    # The packed facts' and observations' units as recall loaded them, so a
+    # caller that shows more of them (the HTTP server) need not read them again.
+    # Not serialized: empty in a result read back from JSON.
+    units: Mapping[str, Unit] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def unit_ids(self) -> list[str]:

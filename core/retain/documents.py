@@ -303,6 +303,36 @@ def titles(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[
     return dict(rows)
 
 
+def labels_of(
+    con: duckdb.DuckDBPyConnection,
+    entity_ids: Sequence[str],
+    document_ids: Sequence[str],
+    observation_ids: Sequence[str],
+) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
+    """(entity names, document titles, each observation's source facts in
+    their order) in one query: what a page of units shows beside their text."""
+    if not (entity_ids or document_ids or observation_ids):
+        return {}, {}, {}
+    rows = con.execute(
+        "SELECT 'e', id, name, NULL::BIGINT FROM entities WHERE id IN (SELECT unnest($e))"
+        " UNION ALL SELECT 'd', id, title, NULL FROM documents WHERE id IN (SELECT unnest($d))"
+        " UNION ALL SELECT 'o', observation_id, unit_id, rowid FROM observation_sources"
+        " WHERE observation_id IN (SELECT unnest($o)) ORDER BY 1, 4",
+        {"e": sorted(set(entity_ids)), "d": list(document_ids), "o": list(observation_ids)},
+    ).fetchall()
+    names: dict[str, str] = {}
+    titles: dict[str, str] = {}
+    sources: dict[str, list[str]] = {}
+    for kind, key, value, _ in rows:
+        if kind == "e":
+            names[key] = value
+        elif kind == "d":
+            titles[key] = value
+        else:
+            sources.setdefault(key, []).append(value)
+    return names, titles, sources
+
+
 def content_hashes(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[str, str]:
     if not document_ids:
         return {}

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from core.bank import Bank
 from core.server import models as m
 from core.types import Network, Turn, Unit, UnitStatus
+
+if TYPE_CHECKING:
+    from core import RecallResult
 
 
 def iso(value: datetime | None) -> str | None:
@@ -38,16 +42,27 @@ class UnitViews:
         self.bank = bank
         self.units = {u.id: u for u in units}
         listed = list(self.units.values())
-        self.names = bank.entity_names([e for u in listed for e in u.entity_ids])
-        documents = sorted({u.document_id for u in listed if u.document_id})
-        self.titles = bank.document_titles(documents)
+        self.names, self.titles, self.observation_sources = bank.unit_labels(
+            [e for u in listed for e in u.entity_ids],
+            sorted({u.document_id for u in listed if u.document_id}),
+            [u.id for u in listed if u.network is Network.OBSERVATION],
+        )
         self.turns = bank.sources([u.id for u in listed if u.document_id])
-        observations = [u.id for u in listed if u.network is Network.OBSERVATION]
-        self.observation_sources = bank.observation_sources(observations)
 
     @classmethod
     def of_ids(cls, bank: Bank, unit_ids: Sequence[str]) -> UnitViews:
         return cls(bank, bank.units_by_id(unit_ids).values())
+
+    @classmethod
+    def of_recall(cls, bank: Bank, result: RecallResult) -> UnitViews:
+        """The units a recall returned, as it loaded them: read again only when
+        the result came without them (one read back from JSON)."""
+        ids = [item.unit_id for item in (*result.items, *result.observations)]
+        units = dict(result.units)
+        missing = [i for i in ids if i not in units]
+        if missing:
+            units.update(bank.units_by_id(missing))
+        return cls(bank, [units[i] for i in dict.fromkeys(ids) if i in units])
 
     def entity_list(self, unit: Unit) -> list[str]:
         return [self.names[e] for e in unit.entity_ids if e in self.names]

@@ -444,7 +444,7 @@ def recall(bank_id: str, body: m.RecallRequest, served: Served) -> m.RecallRespo
     )
     ids = [item.unit_id for item in result.items]
     observations = list(result.observations)
-    views = UnitViews.of_ids(bank, ids + [o.unit_id for o in observations])
+    views = UnitViews.of_recall(bank, result)
     with_sources = include.source_facts is not None
     results = [
         views.recall_result(views.units[item.unit_id], item.score, with_sources)

@@ -116,7 +116,7 @@ def _export(
 ) -> Manifest:
     """See export_snapshot."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    con = bank.store.reader()
+    con = bank.store.counted_reader()  # the access counts recalled so far go with it
     with tempfile.TemporaryDirectory(prefix=".engram-export-", dir=target.parent) as tmp:
         folder = Path(tmp)
         members: dict[str, Member] = {}

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import numpy as np
 
+from core.store.access import AccessCounts, Pending
 from core.store.failures import NEXT_OPEN, is_storage_failure, storage_error
 from core.store.lexical import LexicalIndex
 from core.store.lock import BankLock
@@ -146,6 +147,8 @@ class BankStore:
         # Ids whose LanceDB and Tantivy entries wait for the end of a batch
         # (`deferred_indexes`); None: no batch open.
         self._deferred: set[str] | None = None
+        # Recall's access counts, written in the background (access.py).
+        self.access = AccessCounts(self._write_access, self._write_lock)
 
     @property
     def vectors(self) -> VectorIndex:
@@ -220,6 +223,17 @@ class BankStore:
     def reader(self) -> duckdb.DuckDBPyConnection:
         """A cursor for reads; cheap, and safe to use from the calling thread only."""
         return self._db.cursor()
+
+    def counted_reader(self) -> duckdb.DuckDBPyConnection:
+        """A reader that sees every access count recalled so far (access.py
+        writes them in the background): for reads that show or copy them. A
+        read never waits for a write (a long retain) to write them: then it
+        sees the counts written so far."""
+        # A duckdb.Error: this thread's own open transaction holds those rows (a
+        # read inside a curation's transaction); the counts wait for the next flush.
+        with contextlib.suppress(duckdb.Error):
+            self.access.flush(wait=False)
+        return self.reader()
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
@@ -315,6 +329,32 @@ class BankStore:
             self._exact = None  # past the limit: searches go to LanceDB
         else:
             exact.update(rows, gone)
+
+    def _write_access(self, pending: Pending) -> None:
+        """Add a batch of recall counts (one statement: all or none), under the
+        write lock (AccessCounts takes it). No generation bump: nothing derived
+        from the tables reads access counts."""
+        import pyarrow as pa
+
+        ids = list(pending)
+        table = pa.table(
+            {
+                "id": pa.array(ids, pa.string()),
+                "n": pa.array([pending[i][0] for i in ids], pa.int32()),
+                "last": pa.array([pending[i][1] for i in ids], pa.timestamp("us")),
+            }
+        )
+        con = self._db.cursor()
+        con.register("_access", table)
+        try:
+            con.execute(
+                "UPDATE units SET access_count = access_count + a.n,"
+                " last_accessed_at = CASE WHEN units.last_accessed_at > a.last"
+                " THEN units.last_accessed_at ELSE a.last END"
+                " FROM _access a WHERE units.id = a.id"
+            )
+        finally:
+            con.unregister("_access")
 
     # -- meta ----------------------------------------------------------------
 
@@ -551,6 +591,14 @@ class BankStore:
 
     def close(self) -> None:
         # Under the write lock: an index still opening on another thread finishes first.
+        with self._write_lock:
+            try:
+                if self._lock.held:
+                    self.access.close()  # a clean close loses no access count
+            finally:
+                self._close_stores()
+
+    def _close_stores(self) -> None:
         with self._write_lock:
             if not self._lock.held:
                 return

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 
+import pytest
+
 from core.cli import main
+from core.store.access import AccessCounts
 from tests.support.reflection import add, unit
 
 
@@ -47,3 +51,93 @@ def test_an_agents_cli_recall_counts(engine, bank, capsys):
     assert main(["--home", str(engine.home), "recall", name, "Where did Alice hike?"]) == 0
     capsys.readouterr()
     assert engine.open_bank(name).unit(ids[0]).access_count == 1
+
+
+def test_a_recall_takes_no_write_lock_and_leaves_the_read_caches_valid(bank):
+    ids = add(bank, unit("Alice hiked the Mist Trail in Yosemite.", when=datetime(2024, 5, 1)))
+    bank.recall("Where did Alice hike?", count_access=False)  # what loads once is loaded
+    generation = bank.store.generation
+    holding, release = threading.Event(), threading.Event()
+
+    def writer():  # a long write (a retain, say) holds the bank's write lock
+        with bank.store.transaction():
+            holding.set()
+            release.wait()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    holding.wait()
+    try:
+        recalled: list = []
+        reader = threading.Thread(target=lambda: recalled.append(bank.recall("Alice hike")))
+        reader.start()
+        reader.join(60)  # a deadlock guard, not a timing: it waits for the writer otherwise
+        assert not reader.is_alive() and recalled[0].unit_ids == ids
+        assert bank.store.generation == generation
+    finally:
+        release.set()
+        thread.join()
+    assert _counts(bank, ids) == {ids[0]: 1}
+    assert bank.store.generation == generation + 1  # the writer's commit alone
+
+
+def test_counts_wait_in_memory_merged_per_unit_and_a_failed_write_keeps_them():
+    written: list = []
+    failing = [True]
+
+    def write(pending):
+        if failing[0]:
+            raise OSError("disk full")
+        written.append(dict(pending))
+
+    counts = AccessCounts(write, threading.RLock(), delay=3600)  # flushed by hand here
+    first, second = datetime(2024, 5, 1, 12), datetime(2024, 5, 1, 13)
+    counts.record(["a", "b", "a"], first)  # listed twice in one recall: counted once
+    counts.record(["a"], second)
+    with pytest.raises(OSError):
+        counts.flush()
+    assert len(counts) == 2 and written == []
+    counts.record(["b"], second)
+    failing[0] = False
+    assert counts.flush() == 2
+    assert written == [{"a": (2, second), "b": (2, second)}]
+    assert counts.flush() == 0 and len(written) == 1
+    counts.close()
+    with pytest.raises(RuntimeError):
+        counts.record(["a"], second)
+
+
+def test_a_clean_close_writes_the_counts_still_waiting(engine, bank):
+    ids = add(bank, unit("Alice hiked the Mist Trail in Yosemite.", when=datetime(2024, 5, 1)))
+    name = bank.name
+    for _ in range(3):
+        bank.recall("Where did Alice hike?")
+    bank.close()
+    assert engine.open_bank(name).unit(ids[0]).access_count == 3
+
+
+def test_a_read_never_waits_for_a_write_to_show_the_counts(bank):
+    ids = add(bank, unit("Alice hiked the Mist Trail in Yosemite.", when=datetime(2024, 5, 1)))
+    bank.recall("Where did Alice hike?", count_access=False)  # what loads once is loaded
+    holding, release = threading.Event(), threading.Event()
+
+    def writer():  # a long retain holds the bank's write lock
+        with bank.store.transaction():
+            holding.set()
+            release.wait()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    holding.wait()
+    try:
+        bank.recall("Where did Alice hike?")
+        seen: list = []
+        reader = threading.Thread(target=lambda: seen.append(bank.unit(ids[0]).access_count))
+        reader.start()
+        reader.join(60)  # a deadlock guard, not a timing
+        assert not reader.is_alive() and seen == [0]  # the count written so far
+    finally:
+        release.set()
+        thread.join()
+    bank.store.access.flush()  # the timer's flush may be the one writing it now
+    assert bank.unit(ids[0]).access_count == 1  # waited, not lost
