@@ -45,7 +45,9 @@ from core.types import (
     Kind,
     Network,
     NewUnit,
+    Subgraph,
     Unit,
+    UnitContext,
     VerifyReport,
 )
 
@@ -496,6 +498,14 @@ class Bank:
 
         return document_turns(self.store.reader(), document_id)
 
+    def unit_context(self, unit_id: str, around: int = 3) -> UnitContext:
+        """A unit (read afresh), the turns it came from, and the conversation around
+        them (`around` turns either side) with its document's title: a fact's
+        detail in one call, found through the unit's document."""
+        from core.retain.documents import unit_context
+
+        return unit_context(self.store.reader(), self.handle.unit(unit_id), around)
+
     def sources(self, unit_ids: Sequence[str]) -> dict[str, list[Turn]]:
         """The source turns of each unit in its own document, in source order."""
         from core.retain.documents import sources_of
@@ -567,6 +577,17 @@ class Bank:
         from core.retain.links import links_of
 
         return links_of(self.store.reader(), unit_id, kinds)
+
+    def subgraph(
+        self, seeds: Sequence[str], hops: int = 1, limit: int = 300, context: int = 0
+    ) -> Subgraph:
+        """The units within `hops` links of `seeds` (breadth first, strongest link
+        first, `limit` at most), the `context` units one link further with the
+        strongest links, and every link among them: a graph view in one call, read
+        from the in-memory link graph recall spreads over."""
+        from core.recall.subgraph import subgraph
+
+        return subgraph(self.handle, list(seeds), hops, limit, context)
 
     def opinion_events(self, opinion_id: str) -> list[OpinionEvent]:
         """An opinion's confidence history, oldest first."""

@@ -239,8 +239,12 @@ def test_values_cross_the_wire_as_the_same_types(homes, server, token_env):
         bank = engine.open_bank(BANK)
         result = bank.recall("Maya", budget_tokens=200)
         units = bank.units(limit=5)
+        context = bank.unit_context(result.unit_ids[0])
+        around = bank.subgraph(result.unit_ids[:2], hops=1, context=3)
+    assert context.turns and around.links
     change = Change.of(added={Kind.UNIT: ["a", "b"]}, removed={Kind.ENTITY: ["c"]})
-    for value in (result, units, change, {"k": (1, 2.5, None)}, frozenset({"a"})):
+    values = (result, units, change, context, around, {"k": (1, 2.5, None)}, frozenset({"a"}))
+    for value in values:
         assert decode(json.loads(json.dumps(encode(value)))) == value
 
 
