@@ -118,9 +118,10 @@ test-model: $(VENV)/.installed-dev $(DATA) $(LLM_VENV)/.installed
 		$(BIN)/python -m pytest -q tests/model --timeout 0 -x
 
 # Per model and for rules on the same input: failures by cause, s/turn,
-# tokens/s, networks, transcript frames (benchmarks/model_bench.py --help).
+# tokens/s, networks, transcript frames (benchmarks/model_bench.py --help;
+# its options through BENCH_ARGS, e.g. BENCH_ARGS="--docs 06 --models qwen2.5-coder:0.5b").
 bench-model: $(VENV)/.installed-dev $(DATA) $(LLM_VENV)/.installed
-	ENGRAM_LLAMA_PYTHON=$(LLM_PY) nice -n 10 $(BIN)/python benchmarks/model_bench.py
+	ENGRAM_LLAMA_PYTHON=$(LLM_PY) nice -n 10 $(BIN)/python benchmarks/model_bench.py $(BENCH_ARGS)
 
 # The wheel: the packages, the ONNX model, the gazetteer and resources/ (as app/_resources).
 wheel: $(VENV)/.installed $(DATA)

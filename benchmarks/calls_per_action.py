@@ -23,7 +23,6 @@ import json
 import shutil
 import sys
 import tempfile
-from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -34,42 +33,12 @@ DEMO = REPO / "resources" / "demo"
 DOCUMENTS = 505
 
 
-class Counting:
-    """A bank whose public method calls are counted (attributes pass through)."""
-
-    def __init__(self, bank) -> None:
-        self._bank = bank
-        self.calls: Counter[str] = Counter()
-
-    def __getattr__(self, name: str):
-        value = getattr(self._bank, name)
-        if name.startswith("_") or not callable(value):
-            if not name.startswith("_"):
-                self.calls[name] += 1  # a property (config, name) is a read too
-            return value
-
-        def counted(*args, **kwargs):
-            self.calls[name] += 1
-            return value(*args, **kwargs)
-
-        return counted
-
-    def take(self) -> dict:
-        calls, self.calls = dict(self.calls), Counter()
-        return {"total": sum(calls.values()), "by_method": dict(sorted(calls.items()))}
-
-
 def open_detail(bank, unit) -> dict:
     """What the detail pane's `_load_extras` runs for one selected fact."""
     from app.panes import detail
 
-    if hasattr(detail, "load_detail"):
-        found = detail.load_detail(bank, unit.id)
-        conversation = found.conversation
-    else:
-        conversation = detail.load_provenance(bank, unit)
-        bank.unit(unit.id)
-        detail.load_links(bank, unit.id)
+    conversation = detail.load_provenance(bank, unit)
+    detail.load_links(bank, unit.id)
     return {"conversation_found": bool(conversation.title), **bank.take()}
 
 
@@ -90,6 +59,7 @@ def graph_views(bank, query: str, entity: str) -> dict:
 
 def main() -> int:
     from core import Document, Engine, Turn
+    from tests.support.counting import Counting
     from tests.support.embedders import HashEmbedder
 
     home = Path(tempfile.mkdtemp(prefix="engram-calls-"))

@@ -88,6 +88,7 @@ def run(engine: Engine, name: str, files: list[Path], mode: str, lm: LanguageMod
         "dropped": {},
         "repaired": 0,
     }
+    samples: dict[str, list] = {"facts": [], "checked": [], "failures": []}
     started = time.perf_counter()
     for path in files:
         [document] = load_documents(path)
@@ -103,6 +104,11 @@ def run(engine: Engine, name: str, files: list[Path], mode: str, lm: LanguageMod
         for c in report.facts_dropped:
             key = c.reason.split(":", 1)[0]
             out["dropped"][key] = out["dropped"].get(key, 0) + 1
+        # What the checks did, fact by fact, to read afterwards (model_bench_facts.json).
+        samples["checked"] += [
+            {"text": c.text, "reason": c.reason, "dropped": c.dropped} for c in report.checked
+        ]
+        samples["failures"] += [{"turns": f.turn_ids, "reason": f.reason} for f in report.failures]
         print(
             f"  {name} {path.name}: {report.facts_total} facts, {len(report.failures)} failed",
             flush=True,
@@ -114,12 +120,21 @@ def run(engine: Engine, name: str, files: list[Path], mode: str, lm: LanguageMod
         out["facts"] += 1
         out["networks"][str(unit.network)] = out["networks"].get(str(unit.network), 0) + 1
         sources = [turns[s] for s in unit.source_ids if s in turns]
-        out["frames"] += is_transcript_frame(unit.text, sources)
+        frame = is_transcript_frame(unit.text, sources)
+        out["frames"] += frame
+        samples["facts"].append(
+            {
+                "text": unit.text,
+                "network": str(unit.network),
+                "sources": [f"{s}: {t}" for s, t in sources],
+                "frame": frame,
+            }
+        )
     out["wall_s"] = time.perf_counter() - started
     if lm is not None:
         out["eval_tps"] = lm.speed.eval_rate
         out["prompt_tps"] = lm.speed.prompt_rate
-    return out
+    return out, samples
 
 
 def table(rows: list[dict]) -> str:
@@ -176,26 +191,35 @@ def main() -> int:
         wanted = args.models.split(",")
         models = [m for m in models if m[0] in wanted]
     rows = []
+    samples = {}
+    out = Path(args.out)
     with tempfile.TemporaryDirectory(prefix="model-bench-") as scratch:
         folder = Path(scratch)
         with Engine(folder / "home", embedder=shared_embedder()) as engine:
-            rows.append(run(engine, "rules", files, "rules", None))
+            row, samples["rules"] = run(engine, "rules", files, "rules", None)
+            rows.append(row)
+            save(out, rows, samples)
             if models:  # --models none: rules alone
                 server = LlamaServer(folder, models)
                 try:
                     for name, _path in models:
                         settings = LlmSettings(host=server.url, model=name, timeout=args.timeout)
                         with LanguageModel(settings) as lm:
-                            rows.append(run(engine, name, files, "llm", lm))
+                            row, samples[name] = run(engine, name, files, "llm", lm)
+                            rows.append(row)
+                            save(out, rows, samples)
                 finally:
                     server.stop()
-    text = table(rows)
-    print(f"\nfiles: {', '.join(p.name for p in files)}\n\n{text}")
-    out = Path(args.out)
+    print(f"\nfiles: {', '.join(p.name for p in files)}\n\n{table(rows)}")
+    return 0
+
+
+def save(out: Path, rows: list[dict], samples: dict) -> None:
+    """The rows so far (after each run: a run cut short keeps those before it)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "model_bench.json").write_text(json.dumps(rows, indent=2), "utf-8")
-    (out / "model_bench.md").write_text(text + "\n", "utf-8")
-    return 0
+    (out / "model_bench.md").write_text(table(rows) + "\n", "utf-8")
+    (out / "model_bench_facts.json").write_text(json.dumps(samples, indent=1), "utf-8")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,9 @@ from core.types import (
     Kind,
     Network,
     NewUnit,
+    Subgraph,
     Unit,
+    UnitContext,
     VerifyReport,
 )
 
@@ -422,6 +424,18 @@ class Bank:
 
         return titles(self.store.reader(), document_ids)
 
+    def unit_labels(
+        self,
+        entity_ids: Sequence[str],
+        document_ids: Sequence[str],
+        observation_ids: Sequence[str],
+    ) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
+        """`entity_names`, `document_titles` and `observation_sources` of these
+        ids at once (one query): what a page of units shows beside their text."""
+        from core.retain.documents import labels_of
+
+        return labels_of(self.store.reader(), entity_ids, document_ids, observation_ids)
+
     def document_hashes(self, document_ids: Sequence[str]) -> dict[str, str]:
         """The content hash of each of these documents the bank holds (one indexed
         lookup, not a listing of every document)."""
@@ -483,6 +497,14 @@ class Bank:
         from core.retain.documents import document_turns
 
         return document_turns(self.store.reader(), document_id)
+
+    def unit_context(self, unit_id: str, around: int = 3) -> UnitContext:
+        """A unit (read afresh), the turns it came from, and the conversation around
+        them (`around` turns either side) with its document's title: a fact's
+        detail in one call, found through the unit's document."""
+        from core.retain.documents import unit_context
+
+        return unit_context(self.store.reader(), self.handle.unit(unit_id), around)
 
     def sources(self, unit_ids: Sequence[str]) -> dict[str, list[Turn]]:
         """The source turns of each unit in its own document, in source order."""
@@ -556,6 +578,17 @@ class Bank:
 
         return links_of(self.store.reader(), unit_id, kinds)
 
+    def subgraph(
+        self, seeds: Sequence[str], hops: int = 1, limit: int = 300, context: int = 0
+    ) -> Subgraph:
+        """The units within `hops` links of `seeds` (breadth first, strongest link
+        first, `limit` at most), the `context` units one link further with the
+        strongest links, and every link among them: a graph view in one call, read
+        from the in-memory link graph recall spreads over."""
+        from core.recall.subgraph import subgraph
+
+        return subgraph(self.handle, list(seeds), hops, limit, context)
+
     def opinion_events(self, opinion_id: str) -> list[OpinionEvent]:
         """An opinion's confidence history, oldest first."""
         from core.retain.opinions import events_of
@@ -609,12 +642,14 @@ class Bank:
 
     def prepare_recall(self) -> str:
         """Load what recall keeps in memory (the link graph: ~3.5 s at 100,000
-        units) so the first recall is not the slow one; returns what the graph did
+        units; a small bank's units) so the first recall is not the slow one; returns what the graph did
         ("rebuilt", "appended" or "current"), and open the search indexes. Read-only
         but for the replay of writes a crash left unindexed."""
         from core.recall.linkgraph import link_graph
+        from core.recall.unitcache import units_in_memory
 
         self.store.open_indexes()
+        units_in_memory(self.store).load(self.store)
 
         graph = link_graph(self.store)
         with graph.lock:
@@ -984,9 +1019,12 @@ class Bank:
         self.store.advertise(url, token_file, certificate)
 
     def close(self) -> None:
+        from core.recall.unitcache import units_in_memory
+
         self.engine._forget(self)
         try:
             self._activity.close()  # what it has queued is committed first
+            units_in_memory(self.store).wait()  # no read of a closing bank
         finally:
             self.store.close()
 

@@ -101,6 +101,7 @@ BANK = {
         read("pending_jobs", "int"),
         read("documents", "list[StoredDocument]"),
         read("document_titles", "dict[str, str]"),
+        read("unit_labels", "tuple[dict[str, str], dict[str, str], dict[str, list[str]]]"),
         read("document_hashes", "dict[str, str]"),
         read("document_preview", "DocumentPreview"),
         read("document_failures", "list[ChunkFailure]"),
@@ -108,6 +109,7 @@ BANK = {
         write("reingest_document", "IngestReport", **LONG, llm=True),
         read("turns", "list[Turn]"),
         read("provenance", "list[Turn]"),
+        read("unit_context", "UnitContext"),
         read("sources", "dict[str, list[Turn]]"),
         read("observation_sources", "dict[str, list[str]]"),
         # entities, links, opinions
@@ -119,6 +121,7 @@ BANK = {
         read("entity_decisions", "list[EntityDecision]"),
         read("entity_specificity", "dict[str, float]"),
         read("links", "list[Link]"),
+        read("subgraph", "Subgraph"),
         read("opinion_events", "list[OpinionEvent]"),
         read("observation", "Unit | None"),
         # recall
@@ -204,7 +207,8 @@ VALUE_TYPES = {
     name: f"{module}:{name}"
     for module, names in {
         "core.types": "Network UnitStatus LinkKind ExtractionMode Kind Disposition BankProfile "
-        "Unit NewUnit Turn Document Entity Link Change VerifyReport BankStats BankInfo",
+        "Unit NewUnit Turn Document Entity Link Change VerifyReport BankStats BankInfo "
+        "UnitContext Subgraph",
         "core.recall.result": "RecallItem RecallResult",
         "core.recall.trace": "RecallTrace ChannelResult QueryInterval Focus RerankScore "
         "RerankTrace SkippedFact PackingTrace ObservationsTrace",

@@ -220,6 +220,33 @@ class Link:
     relation: str | None = None  # causal: causes | caused_by | enables | prevents
 
 
+@dataclass(frozen=True)
+class UnitContext:
+    """A fact and the conversation around it, read in one call (`Bank.unit_context`):
+    what the studio's fact detail shows, however many documents the bank holds."""
+
+    unit: Unit
+    sources: tuple[Turn, ...] = ()  # every turn it came from, in its source order
+    document_id: str | None = None  # the conversation they are in ("" title: not found)
+    title: str = ""
+    turns: tuple[Turn, ...] = ()  # the source turns with the turns either side of them
+    before: bool = False  # the conversation goes on before / after the turns given
+    after: bool = False
+
+
+@dataclass(frozen=True)
+class Subgraph:
+    """Units near some seeds and every link among them, read in one call
+    (`Bank.subgraph`) from the engine's in-memory link graph: a graph view."""
+
+    units: tuple[Unit, ...] = ()  # the active ones reached: seeds first, then as reached
+    # The links leaving the units reached, to any unit given (so among those reached
+    # each both ways, as links are stored): source, target, kind and weight, an
+    # entity link's times its entity's specificity (as recall spreads it).
+    links: tuple[tuple[str, str, str, float], ...] = ()
+    context: tuple[str, ...] = ()  # the ids added as one-link context, strongest first
+
+
 class Kind(StrEnum):
     """What a change record can name."""
 

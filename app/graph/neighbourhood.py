@@ -4,9 +4,9 @@ Three neighbourhoods: of a query (the subgraph recall's spreading activation
 lit — seeds, lit nodes, packed results — and its one-hop context, with the
 activation the trace records), of a unit and of an entity
 (the units within a few links, with activation spread from the unit or from
-the units that mention the entity). Links come from `Bank.links`, one unit at
-a time (each link is stored both ways, so the links leaving a unit are all of
-its links); only links between shown units are kept.
+the units that mention the entity). Each is one `Bank.subgraph` call (the walk
+runs in the engine, over its in-memory link graph): a remote bank answers a
+view in a few round trips, not one per unit.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from app.graph.activation import params_from_settings, rerun
 from app.graph.model import GraphData, trace_links, trace_node_ids, typed_trace
+from core import Subgraph
 
 if TYPE_CHECKING:
-    from core import Bank, Link, RecallTrace
+    from core import Bank, RecallTrace
 
 MAX_NODES = 600  # the pane stays readable (and the layout quick) below this
 # One-hop context drawn around a recall's activated subgraph, strongest links first.
@@ -50,38 +51,10 @@ def _units(bank: Bank, ids: Sequence[str]) -> dict[str, Any]:
     return found
 
 
-Row = tuple[str, str, str, float]
-
-
-def _row(link: Link, specificity: Mapping[str, float]) -> Row:
-    """A link as drawn: an entity link weighs what recall's spreading gives it,
-    its stored weight times the entity's specificity (two facts sharing a rare
-    entity are close; a hundred sharing the agent's name barely are)."""
-    weight = float(link.weight)
-    if link.kind == "entity" and link.entity_id is not None:
-        weight *= specificity.get(link.entity_id, 1.0)
-    return (link.source, link.target, str(link.kind), weight)
-
-
-def _links_among(bank: Bank, ids: Iterable[str]) -> list[Row]:
-    wanted = set(ids)
-    specificity = bank.entity_specificity()
-    out: list[Row] = []
-    for unit_id in wanted:
-        for link in bank.links(unit_id):
-            if link.target in wanted:
-                out.append(_row(link, specificity))
-    return out
-
-
-def _graph(
-    bank: Bank, ids: Sequence[str], extra_links: Iterable[tuple[str, str, str, float]] = ()
-) -> GraphData:
-    units = _units(bank, ids)
-    shown = [i for i in ids if i in units]  # retracted or deleted since: left out
-    nodes = [(i, str(units[i].network)) for i in shown]
-    labels = {i: units[i].text for i in shown}
-    return GraphData.build(nodes, [*extra_links, *_links_among(bank, shown)], labels)
+def _graph(found: Subgraph, extra_links: Iterable[tuple[str, str, str, float]] = ()) -> GraphData:
+    nodes = [(u.id, str(u.network)) for u in found.units]
+    labels = {u.id: u.text for u in found.units}
+    return GraphData.build(nodes, [*extra_links, *found.links], labels)
 
 
 def bank_params(bank: Bank) -> dict[str, Any]:
@@ -102,26 +75,6 @@ def activated_ids(trace: RecallTrace, packed: Iterable[str] = ()) -> list[str]:
     return list(ordered)
 
 
-def _context(
-    bank: Bank, core: Sequence[str], limit: int
-) -> tuple[list[str], list[tuple[str, str, str, float]]]:
-    """The `limit` units one link from `core` with the strongest such link, and
-    every link among core and them (read once per core unit)."""
-    wanted = set(core)
-    specificity = bank.entity_specificity()
-    links: list[Row] = []
-    outside: dict[str, float] = {}
-    for unit_id in core:
-        for link in bank.links(unit_id):
-            row = _row(link, specificity)
-            links.append(row)
-            if link.target not in wanted:
-                outside[link.target] = max(outside.get(link.target, 0.0), row[3])
-    context = sorted(outside, key=lambda i: (-outside[i], i))[:limit]
-    keep = wanted | set(context)
-    return context, [row for row in links if row[1] in keep]
-
-
 def of_trace(
     bank: Bank,
     trace: RecallTrace | Mapping[str, Any],
@@ -138,15 +91,13 @@ def of_trace(
     if len(ids) > MAX_NODES:
         notes.append(f"showing the first {MAX_NODES} of {len(ids)} units recall reached")
         ids = ids[:MAX_NODES]
-    context, links = _context(bank, ids, max(0, min(context_nodes, MAX_NODES - len(ids))))
-    named = trace_node_ids(trace)
-    units = _units(bank, list(dict.fromkeys([*ids, *context, *named])))
-    shown = [i for i in [*ids, *context] if i in units]  # retracted or deleted since: left out
-    graph = GraphData.build(
-        [(i, str(units[i].network)) for i in shown],
-        [*trace_links(trace), *links],
-        {i: units[i].text for i in shown},
+    found = bank.subgraph(
+        ids, hops=0, limit=len(ids), context=max(0, min(context_nodes, MAX_NODES - len(ids)))
     )
+    units = {u.id: u for u in found.units}  # retracted or deleted since: left out
+    named = [i for i in trace_node_ids(trace) if i not in units]
+    units.update(_units(bank, named))
+    graph = _graph(found, trace_links(trace))
     params = params_from_settings({**bank.config, **trace.settings})
     activation = trace.activation or {}
     return Neighbourhood(
@@ -156,34 +107,20 @@ def of_trace(
         packed_ids,
         f"recall: {trace.query}",
         tuple(notes),
-        tuple(i for i in context if i in units),
+        found.context,
         tuple(s["node"] for s in activation.get("seeds", [])),
         {i: u.text for i, u in units.items()},
         {i: str(u.network) for i, u in units.items()},
     )
 
 
-def _expand(bank: Bank, start: Sequence[str], hops: int, limit: int) -> list[str]:
-    seen: dict[str, None] = dict.fromkeys(start)
-    frontier = list(start)
-    for _ in range(hops):
-        nxt: list[str] = []
-        for unit_id in frontier:
-            for link in bank.links(unit_id):
-                if link.target not in seen and len(seen) < limit:
-                    seen[link.target] = None
-                    nxt.append(link.target)
-        frontier = nxt
-        if not frontier or len(seen) >= limit:
-            break
-    return list(seen)
-
-
 def of_unit(bank: Bank, unit_id: str, hops: int = 2, limit: int = 300) -> Neighbourhood:
     """The units within `hops` links of one unit; activation spread from it."""
-    unit = bank.unit(unit_id)
-    ids = _expand(bank, [unit_id], hops, limit)
-    graph = _graph(bank, ids)
+    found = bank.subgraph([unit_id], hops=hops, limit=limit)
+    unit = next((u for u in found.units if u.id == unit_id), None)
+    if unit is None:  # not active: say why as a direct read would
+        unit = bank.unit(unit_id)
+    graph = _graph(found)
     params = bank_params(bank)
     activation = _spread(graph, {unit_id: 1.0}, params)
     return Neighbourhood(graph, activation, params, (), f"unit: {unit.text[:60]}", seeds=(unit_id,))
@@ -192,8 +129,8 @@ def of_unit(bank: Bank, unit_id: str, hops: int = 2, limit: int = 300) -> Neighb
 def of_entity(bank: Bank, entity: str, hops: int = 1, limit: int = 300) -> Neighbourhood:
     """The units that mention an entity and their neighbours; activation spread from them."""
     mentioning = [u.id for u in bank.units(entity=entity, limit=limit)]
-    ids = _expand(bank, mentioning, hops, limit) if mentioning else []
-    graph = _graph(bank, ids)
+    found = bank.subgraph(mentioning, hops=hops, limit=limit) if mentioning else Subgraph()
+    graph = _graph(found)
     params = bank_params(bank)
     activation = _spread(graph, dict.fromkeys(mentioning, 1.0), params) if mentioning else None
     return Neighbourhood(

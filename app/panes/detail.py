@@ -270,20 +270,14 @@ class UnitDetail(QWidget):
             return
         run = self.state.runner.run_query
         self.provenance.setHtml("<i>Loading source turns…</i>")
+        # One call: the conversation, and the unit read afresh (a table's page may
+        # be older than the last recall: its count is shown from this).
         run(
             lambda: load_provenance(bank, unit),
             self._show_provenance,
             lambda error: self._show_provenance(None, str(error)),
             key=bank,
             latest=(self, "provenance"),
-        )
-        # A table's page may be older than the last recall: read the count afresh.
-        run(
-            lambda: bank.unit(unit.id),
-            self._show_recalled,
-            lambda _error: None,
-            key=bank,
-            latest=(self, "recalled"),
         )
         self.links.setText("<i>Loading links…</i>")
         names = dict(self.entity_names)
@@ -302,6 +296,8 @@ class UnitDetail(QWidget):
         if error or result is None:
             self.provenance.setHtml(f"<p style='color:#c0392b'>{html.escape(error)}</p>")
             return
+        if result.unit is not None:
+            self._show_recalled(result.unit)
         self.provenance.setHtml(provenance_html(result))
         self.provenance.scrollToAnchor("used")
         if result.sources:
@@ -405,7 +401,6 @@ def _qdatetime(value: datetime) -> QDateTime:
 
 
 CONTEXT_TURNS = 3  # turns shown before and after the used ones
-MAX_DOCUMENTS_SCANNED = 500
 LINKS_PER_KIND = 6
 
 
@@ -419,40 +414,20 @@ class Provenance:
     before: bool = False  # turns exist before / after the ones shown
     after: bool = False
     sources: list[Any] = field(default_factory=list)  # every source turn, in source order
+    unit: Unit | None = None  # the unit as read with them (its access count is fresh)
 
 
 def load_provenance(bank: Bank, unit: Unit) -> Provenance:
-    """Runs in the runner. Bank.provenance gives the used turns; the conversation
-    around them is found by looking each turn up at its index in the documents
-    (the engine does not say which document a turn came from)."""
-    turns = list(bank.provenance(unit.id))
-    used = {t.id for t in turns}
-    if not turns:
-        return Provenance("", turns, used)
-    first = turns[0]
-    for document in list(bank.documents())[:MAX_DOCUMENTS_SCANNED]:
-        if document.turns <= first.index:
-            continue
-        conversation = list(bank.turns(document.id))
-        at = [
-            i
-            for i, t in enumerate(conversation)
-            if t.id in used and t.text == _text_of(turns, t.id)
-        ]
-        if not at:
-            continue
-        lo, hi = (
-            max(0, min(at) - CONTEXT_TURNS),
-            min(len(conversation), max(at) + CONTEXT_TURNS + 1),
-        )
-        return Provenance(
-            document.title, conversation[lo:hi], used, lo > 0, hi < len(conversation), turns
-        )
-    return Provenance("", turns, used, sources=turns)
-
-
-def _text_of(turns: list[Any], turn_id: str) -> str:
-    return next((t.text for t in turns if t.id == turn_id), "")
+    """Runs in the runner: one engine call (`Bank.unit_context`) finds the unit's
+    conversation through its document, however many documents the bank holds."""
+    found = bank.unit_context(unit.id, CONTEXT_TURNS)
+    sources = list(found.sources)
+    used = {t.id for t in sources}
+    if not found.turns:
+        return Provenance("", sources, used, sources=sources, unit=found.unit)
+    return Provenance(
+        found.title, list(found.turns), used, found.before, found.after, sources, found.unit
+    )
 
 
 SOURCE_TURNS_LISTED = 4

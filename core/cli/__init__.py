@@ -15,6 +15,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from core import EngramError
 from core.text import has_surrogate, printable
@@ -44,6 +45,12 @@ def build_parser(
     """The parser with every engine command, and its subparsers (to add more)."""
     parser = argparse.ArgumentParser(prog="engram", description=description)
     parser.add_argument("--home", help="data folder (default: ENGRAM_HOME or the user data dir)")
+    parser.add_argument(
+        "--remote",
+        metavar="URL",
+        help="run the command on the banks an `engram serve` at URL serves (default:"
+        " ENGRAM_REMOTE); its token from ENGRAM_API_TOKEN",
+    )
     add_timeout_option(parser, default=None)
     add_actor_option(parser, default=None)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -129,13 +136,17 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except EngramError as error:  # e.g. a malformed ENGRAM_OLLAMA_TIMEOUT
         print(f"engram: {error}", file=sys.stderr)
         return 1
-    if getattr(args, "ollama_timeout", None) is not None:
+    if getattr(args, "ollama_timeout", None) is not None and hasattr(engine, "settings"):
         # For this run only: the flag does not change the saved settings.
         engine.settings = engine.settings.with_values(ollama_timeout=args.ollama_timeout)
     code = 1
     try:
         code = int(args.handler(args, engine) or 0)
     except EngramError as error:
+        if getattr(error, "status", 0) == 401 and remote_url(args):
+            error = (
+                f"the server at {remote_url(args)} refused the token in ENGRAM_API_TOKEN ({error})"
+            )
         print(f"engram: {error}", file=sys.stderr)
     except BrokenPipeError:
         # The reader went away (`engram memories list | head`): stop quietly, and
@@ -193,6 +204,9 @@ def _engine(args):
     """The data folder's Engine; for every command but the serving ones, wrapped
     to reach each bank where it lives: a bank another live process owns and
     serves goes through that owner (core/cli/remote.py)."""
+    remote = remote_url(args)
+    if remote:
+        return _remote_engine(args, remote)
     from core import Engine
 
     engine = Engine(args.home)
@@ -202,6 +216,36 @@ def _engine(args):
 
     bank = getattr(args, "bank", None)
     return RoutingEngine(engine.home, bank if isinstance(bank, str) else None, engine=engine)
+
+
+def remote_url(args) -> str:
+    """The server `--remote` (else ENGRAM_REMOTE) names, or ""."""
+    import os
+
+    from core.server.owner import REMOTE_ENV
+
+    return (getattr(args, "remote", None) or os.environ.get(REMOTE_ENV, "")).strip()
+
+
+def _remote_engine(args, url: str):
+    """The engine of the banks served at `url` (`RemoteEngine`: the same calls as
+    a routed command makes to a local owner), with the token ENGRAM_API_TOKEN holds."""
+    import os
+
+    from core.server.client import RemoteEngine
+    from core.server.token import ENV as TOKEN_ENV
+
+    if args.command in SERVING_COMMANDS:
+        raise EngramError(
+            f"`engram {args.command}` serves this computer's banks; it does not run against"
+            f" --remote {url} (unset ENGRAM_REMOTE to run it)"
+        )
+    if not url.startswith(("http://", "https://")):
+        raise EngramError(f"--remote {url!r} is not a server address: give http(s)://HOST:PORT")
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise EngramError(f"--remote {url} needs the server's token: set {TOKEN_ENV} to it")
+    return RemoteEngine(url, token, home=Path(args.home) if args.home else None)
 
 
 def _silence_stdout() -> None:

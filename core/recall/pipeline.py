@@ -54,9 +54,10 @@ from core.recall.trace import (
     RerankTrace,
     SkippedFact,
 )
+from core.recall.unitcache import latest_activity, observations_of, recall_units
 from core.store.bank_store import utcnow
 from core.store.tagged import allowed_units
-from core.store.units import get_units, get_vectors
+from core.store.units import get_vectors
 from core.tags import TagScope, describe
 from core.timeparse import naive_utc
 from core.types import InvalidInputError, Network, Unit, UnitStatus
@@ -460,7 +461,7 @@ def _rerank(
     their vectors, and spread across sources) as the settings ask."""
     cfg, timings = request.cfg, trace.timings_ms
     t0 = time.perf_counter()
-    units = get_units(store.reader(), [f.id for f in fused])
+    units = recall_units(store, [f.id for f in fused])
     timings["load"] = _ms(t0)
     candidates = [
         Candidate(
@@ -577,15 +578,7 @@ def reference_time(store) -> tuple[datetime, str]:
 
 
 def _latest_activity(store) -> datetime | None:
-    mentioned, occurred = (
-        store.reader()
-        .execute(
-            "SELECT max(mentioned_at), max(coalesce(occurred_end, occurred_start))"
-            " FROM units WHERE status = ?",
-            [UnitStatus.ACTIVE.value],
-        )
-        .fetchall()[0]
-    )
+    mentioned, occurred = latest_activity(store)
     # The latest conversation is "now" for the bank; occurrence times can lie in
     # the future (plans), so they count only when nothing records a mention time.
     return mentioned or occurred
@@ -628,15 +621,7 @@ def _observations(
     if not counts:
         return []
     entities = sorted(counts, key=lambda e: (-counts[e], e))
-    con = bank.store.reader()
-    rows = con.execute(
-        "SELECT m.entity_id, u.id FROM mentions m JOIN units u ON u.id = m.unit_id"
-        " WHERE m.entity_id IN (SELECT unnest(?)) AND u.network = ? AND u.status = ?",
-        [entities, Network.OBSERVATION.value, UnitStatus.ACTIVE.value],
-    ).fetchall()
-    by_entity: dict[str, list[str]] = {}
-    for entity, unit_id in rows:
-        by_entity.setdefault(entity, []).append(unit_id)
+    by_entity = observations_of(bank.store, entities)
     packed_ids = {item.unit_id for item in items}
     order: list[str] = []
     for entity in entities:
@@ -645,7 +630,7 @@ def _observations(
                 order.append(unit_id)
     if not order:
         return []
-    units = get_units(con, order)
+    units = recall_units(bank.store, order)
     loaded.update(units)
     order = [u for u in order if u in units]
     tokens = TOKEN_COUNTS.count(bank.embedder, [units[u].text for u in order])

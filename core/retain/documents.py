@@ -25,7 +25,15 @@ from core.context import current_caller
 from core.limits import check_document as check_limits
 from core.retain.report import ChunkFailure
 from core.store.units import delete_units
-from core.types import Document, EngramError, ExtractionMode, InvalidInputError, Turn
+from core.types import (
+    Document,
+    EngramError,
+    ExtractionMode,
+    InvalidInputError,
+    Turn,
+    Unit,
+    UnitContext,
+)
 
 # -- identity -----------------------------------------------------------------------------
 
@@ -303,6 +311,36 @@ def titles(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[
     return dict(rows)
 
 
+def labels_of(
+    con: duckdb.DuckDBPyConnection,
+    entity_ids: Sequence[str],
+    document_ids: Sequence[str],
+    observation_ids: Sequence[str],
+) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
+    """(entity names, document titles, each observation's source facts in
+    their order) in one query: what a page of units shows beside their text."""
+    if not (entity_ids or document_ids or observation_ids):
+        return {}, {}, {}
+    rows = con.execute(
+        "SELECT 'e', id, name, NULL::BIGINT FROM entities WHERE id IN (SELECT unnest($e))"
+        " UNION ALL SELECT 'd', id, title, NULL FROM documents WHERE id IN (SELECT unnest($d))"
+        " UNION ALL SELECT 'o', observation_id, unit_id, rowid FROM observation_sources"
+        " WHERE observation_id IN (SELECT unnest($o)) ORDER BY 1, 4",
+        {"e": sorted(set(entity_ids)), "d": list(document_ids), "o": list(observation_ids)},
+    ).fetchall()
+    names: dict[str, str] = {}
+    titles: dict[str, str] = {}
+    sources: dict[str, list[str]] = {}
+    for kind, key, value, _ in rows:
+        if kind == "e":
+            names[key] = value
+        elif kind == "d":
+            titles[key] = value
+        else:
+            sources.setdefault(key, []).append(value)
+    return names, titles, sources
+
+
 def content_hashes(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[str, str]:
     if not document_ids:
         return {}
@@ -341,6 +379,45 @@ def provenance(con: duckdb.DuckDBPyConnection, unit_id: str) -> list[Turn]:
     for r in rows:
         found.setdefault(r[0], _turn(r))
     return [found[s] for s in sources if s in found]
+
+
+def unit_context(con: duckdb.DuckDBPyConnection, unit: Unit, around: int = 3) -> UnitContext:
+    """A unit's source turns and the conversation around them: the turns of the
+    document holding them (the unit's own, else the one holding most of them: a
+    merged duplicate's), from `around` turns before the first used one to `around`
+    after the last. Three indexed queries whatever the number of documents."""
+    sources = provenance(con, unit.id)
+    if not sources:
+        return UnitContext(unit)
+    found = con.execute(
+        "SELECT document_id, min(idx), max(idx) FROM turns WHERE id IN (SELECT unnest(?))"
+        " GROUP BY document_id"
+        " ORDER BY (document_id IS NOT DISTINCT FROM ?) DESC, count(*) DESC, document_id"
+        " LIMIT 1",
+        [[t.id for t in sources], unit.document_id],
+    ).fetchone()
+    if found is None:
+        return UnitContext(unit, tuple(sources))
+    document_id, lo, hi = found[0], found[1] - around, found[2] + around
+    rows = con.execute(
+        f"SELECT {TURN_COLUMNS} FROM turns WHERE document_id = ? AND idx BETWEEN ? AND ?"
+        " ORDER BY idx",
+        [document_id, lo, hi],
+    ).fetchall()
+    title, first, last = con.execute(
+        "SELECT any_value(d.title), min(t.idx), max(t.idx) FROM turns t"
+        " LEFT JOIN documents d ON d.id = t.document_id WHERE t.document_id = ?",
+        [document_id],
+    ).fetchone()
+    return UnitContext(
+        unit,
+        tuple(sources),
+        document_id,
+        title or "",
+        tuple(_turn(r) for r in rows),
+        first < lo,
+        last > hi,
+    )
 
 
 def sources_of(con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str]) -> dict[str, list[Turn]]:

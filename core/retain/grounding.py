@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-__all__ = ["Support", "Vocabulary", "repair_names", "support"]
+__all__ = ["Support", "Vocabulary", "is_common", "repair_names", "support"]
 
 # Names one or two letters apart (Juliper / Juniper) at this rapidfuzz ratio.
 NAME_REPAIR_SIMILARITY = 80.0
@@ -142,6 +142,12 @@ class Support:
         if self.content and self.words:
             parts.append(f"{len(self.words)} of {self.content} words not in its sources")
         return "; ".join(parts) or "supported"
+
+
+def is_common(word: str) -> bool:
+    """A function word, narrative glue or a time word: no name, whatever its case."""
+    key = word.casefold()
+    return key in _STOP or key in _TIME_NAMES
 
 
 def _is_name(token: str) -> bool:

@@ -19,6 +19,10 @@ dropped where it is not; every repair and drop says why, for the ingest report.
    turn of the agent's, and not a third party as the actor); an opinion is the
    agent's belief (a source turn of the agent's); another speaker's view is a
    world fact that names its holder.
+   The person a fact opens with, its actor, must be named in its turns or be
+   the speaker of one in the first person: a real 0.5B model wrote "Maya
+   returns on August 18" of Maya's turn "Tomás returns on August 18", and
+   "Maya shared Priya's draft" of turns by Juniper and Priya.
 5. Its dates must be inside what the turns allow: the session's days, or a
    time the turns name; other dates are dropped from the fact (not the fact).
 """
@@ -31,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from core.retain.extract import EntityMention, Exchange, ExtractedFact
-from core.retain.grounding import Vocabulary, repair_names, support
+from core.retain.grounding import Vocabulary, is_common, repair_names, support
 from core.retain.networks import BankAgent
 from core.retain.statements import split_turn
 from core.timeparse import find_time_expressions
@@ -54,6 +58,8 @@ NOT_THE_AGENTS_EXPERIENCE = "a third party's action filed as the agent's experie
 NOT_THE_AGENTS_OPINION = "another speaker's view filed as the agent's opinion"
 NOT_THE_AGENT_ACTING = "names someone else as the actor of the agent's own turn"
 MISSPELT_NAME = "a name misspelt"
+SPEAKER_AS_ACTOR = "names a turn's speaker as the actor of what the turn says of someone else"
+ACTOR_NOT_IN_TURNS = "names as its actor someone its turns neither name nor are spoken by"
 DATE_OUTSIDE = "a date outside what the turns allow"
 
 
@@ -86,6 +92,35 @@ def _first_name(text: str, people: Sequence[str]) -> str | None:
             len(head) == len(person) or not head[len(person)].isalnum()
         ):
             return person
+    return None
+
+
+_FIRST_PERSON = re.compile(r"(?<!\w)(?:I|I'm|I've|I'd|I'll|me|my|mine|we|we're|our|ours|us)(?!\w)")
+_FIRST_WORD = re.compile(r"^\W*([^\W\d_][\w'’-]*)")
+# A fact that reports the speaker's words ("Maya said that ...") puts her there rightly.
+_REPORTING = re.compile(
+    r"(?<!\w)(?:said|says|told|tells|asked|asks|mentioned|announced|reported|explained|"
+    r"noted|shared|thinks|believes|hopes|wants|heard|hears|wrote|writes)(?!\w)",
+    re.IGNORECASE,
+)
+
+
+def _actor_problem(actor: str, text: str, sources: Sequence) -> str | None:
+    """Why the fact's actor is not who its turns say acted, or None."""
+    if any(_mentions(actor, t.text) for t in sources):
+        return None
+    own = [t for t in sources if t.speaker == actor]
+    if not own:
+        return f"{ACTOR_NOT_IN_TURNS}: {actor}"
+    if any(_FIRST_PERSON.search(t.text) for t in own) or _REPORTING.search(text):
+        return None
+    # The turn is about someone or something it names first ("Tomás returns
+    # on ...", "Northwind signed ..."), and the fact put its speaker there.
+    for turn in own:
+        subject = _FIRST_WORD.match(turn.text)
+        word = subject.group(1) if subject else ""
+        if word[:1].isupper() and not is_common(word) and not _mentions(word, text):
+            return f"{SPEAKER_AS_ACTOR}: {actor} for {word}"
     return None
 
 
@@ -190,6 +225,13 @@ def check_facts(
             if holder is not None and not _mentions(holder, text):
                 text = f"{holder} thinks that {text[:1].lower()}{text[1:]}"
             out.repaired.append(Verdict(original, NOT_THE_AGENTS_OPINION))
+
+        # Its actor is who its turns say acted (the model cited no turn: all count).
+        if actor is not None and actor != agent and set(fact.source_ids) != set(by_id):
+            problem = _actor_problem(actor, text, sources)
+            if problem is not None:
+                out.dropped.append(Verdict(original, problem))
+                continue
 
         # 5. Its dates are the turns'.
         start, end = fact.occurred_start, fact.occurred_end

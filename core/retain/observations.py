@@ -394,6 +394,10 @@ def profile_facts(entity: Entity, facts: Sequence[Unit], limit: int = LLM_MAX_FA
 
 # Of a profile sentence's content words, at least this share must be in its facts.
 MIN_PROFILE_SUPPORT = 0.6
+# A profile is 2 to 5 sentences. A real 0.5B model wrote one on and on to the
+# reply limit (2,048 tokens, asked again with 4,096...: minutes per entity on a
+# CPU); a reply is cut here instead, and kept to its last full sentence.
+PROFILE_MAX_TOKENS = 300
 
 
 def llm_profile(
@@ -414,13 +418,19 @@ def llm_profile(
     chosen = list(facts)
     listing = "\n".join(f"- {f.text}" for f in chosen)
     prompt = f"Entity: {entity.name} ({entity.type})\nFacts:\n{listing}\n\nProfile:"
-    text = " ".join(lm.chat(OBSERVATION_SYSTEM, prompt).split())
+    text = " ".join(lm.chat(OBSERVATION_SYSTEM, prompt, max_tokens=PROFILE_MAX_TOKENS).split())
     if not text:
         raise LanguageModelError("the model returned an empty profile")
     vocabulary = Vocabulary.of([f.text for f in chosen], [entity.name, *entity.aliases])
     kept: list[str] = []
     cut: list[tuple[str, str, str]] = []
+    said: set[str] = set()
     for sentence in sentences(text):
+        # A model that runs on repeats itself: a sentence is kept once.
+        key = " ".join(sentence.casefold().split())
+        if key in said:
+            continue
+        said.add(key)
         found = support(sentence, vocabulary)
         if found.supported(MIN_PROFILE_SUPPORT):
             kept.append(sentence)

@@ -42,12 +42,12 @@ class UnitViews:
         self.bank = bank
         self.units = {u.id: u for u in units}
         listed = list(self.units.values())
-        self.names = bank.entity_names([e for u in listed for e in u.entity_ids])
-        documents = sorted({u.document_id for u in listed if u.document_id})
-        self.titles = bank.document_titles(documents)
+        self.names, self.titles, self.observation_sources = bank.unit_labels(
+            [e for u in listed for e in u.entity_ids],
+            sorted({u.document_id for u in listed if u.document_id}),
+            [u.id for u in listed if u.network is Network.OBSERVATION],
+        )
         self.turns = bank.sources([u.id for u in listed if u.document_id])
-        observations = [u.id for u in listed if u.network is Network.OBSERVATION]
-        self.observation_sources = bank.observation_sources(observations)
 
     @classmethod
     def of_ids(cls, bank: Bank, unit_ids: Sequence[str]) -> UnitViews:

@@ -148,7 +148,7 @@ class BankStore:
         # (`deferred_indexes`); None: no batch open.
         self._deferred: set[str] | None = None
         # Recall's access counts, written in the background (access.py).
-        self.access = AccessCounts(self._write_access)
+        self.access = AccessCounts(self._write_access, self._write_lock)
 
     @property
     def vectors(self) -> VectorIndex:
@@ -226,8 +226,13 @@ class BankStore:
 
     def counted_reader(self) -> duckdb.DuckDBPyConnection:
         """A reader that sees every access count recalled so far (access.py
-        writes them in the background): for reads that show or copy them."""
-        self.access.flush()
+        writes them in the background): for reads that show or copy them. A
+        read never waits for a write (a long retain) to write them: then it
+        sees the counts written so far."""
+        # A duckdb.Error: this thread's own open transaction holds those rows (a
+        # read inside a curation's transaction); the counts wait for the next flush.
+        with contextlib.suppress(duckdb.Error):
+            self.access.flush(wait=False)
         return self.reader()
 
     @contextmanager
@@ -326,8 +331,9 @@ class BankStore:
             exact.update(rows, gone)
 
     def _write_access(self, pending: Pending) -> None:
-        """Add a batch of recall counts (one statement: all or none). No
-        generation bump: nothing derived from the tables reads access counts."""
+        """Add a batch of recall counts (one statement: all or none), under the
+        write lock (AccessCounts takes it). No generation bump: nothing derived
+        from the tables reads access counts."""
         import pyarrow as pa
 
         ids = list(pending)
@@ -338,18 +344,17 @@ class BankStore:
                 "last": pa.array([pending[i][1] for i in ids], pa.timestamp("us")),
             }
         )
-        with self._write_lock:
-            con = self._db.cursor()
-            con.register("_access", table)
-            try:
-                con.execute(
-                    "UPDATE units SET access_count = access_count + a.n,"
-                    " last_accessed_at = CASE WHEN units.last_accessed_at > a.last"
-                    " THEN units.last_accessed_at ELSE a.last END"
-                    " FROM _access a WHERE units.id = a.id"
-                )
-            finally:
-                con.unregister("_access")
+        con = self._db.cursor()
+        con.register("_access", table)
+        try:
+            con.execute(
+                "UPDATE units SET access_count = access_count + a.n,"
+                " last_accessed_at = CASE WHEN units.last_accessed_at > a.last"
+                " THEN units.last_accessed_at ELSE a.last END"
+                " FROM _access a WHERE units.id = a.id"
+            )
+        finally:
+            con.unregister("_access")
 
     # -- meta ----------------------------------------------------------------
 
@@ -585,15 +590,15 @@ class BankStore:
         self._lock.advertise(url, token_file, certificate)
 
     def close(self) -> None:
-        try:
-            # Before the write lock: a background flush may be waiting for it.
-            if self._lock.held:
-                self.access.close()
-        finally:
-            self._close_stores()
+        # Under the write lock: an index still opening on another thread finishes first.
+        with self._write_lock:
+            try:
+                if self._lock.held:
+                    self.access.close()  # a clean close loses no access count
+            finally:
+                self._close_stores()
 
     def _close_stores(self) -> None:
-        # Under the write lock: an index still opening on another thread finishes first.
         with self._write_lock:
             if not self._lock.held:
                 return

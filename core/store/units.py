@@ -272,6 +272,24 @@ def get_units(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[str, U
     return {u.id: u for u in units}
 
 
+def all_units(con: duckdb.DuckDBPyConnection) -> list[Unit]:
+    """Every unit (any status) with its entities, as `get_units` gives them: one
+    scan of each table, not a list of ids to match. `con` must be a cursor of
+    its own: both scans read one snapshot, in a transaction of their own."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        pairs = con.execute(
+            "SELECT unit_id, entity_id FROM mentions ORDER BY unit_id, entity_id"
+        ).fetchall()
+        rows = con.execute(f"SELECT {UNIT_COLUMNS} FROM units u").fetchall()
+    finally:
+        con.execute("ROLLBACK")
+    mentions: dict[str, list[str]] = {}
+    for unit_id, entity_id in pairs:
+        mentions.setdefault(unit_id, []).append(entity_id)
+    return [_row_to_unit(r, tuple(dict.fromkeys(mentions.get(r[0], ())))) for r in rows]
+
+
 def get_vectors(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[str, np.ndarray]:
     rows = con.execute(
         "SELECT id, vector FROM units WHERE id IN (SELECT unnest(?))", [list(ids)]

@@ -190,7 +190,8 @@ def test_unknown_source_ids_are_dropped(fake_ollama) -> None:
                 "facts": [
                     fact(source_ids=["D1:3", "D9:99", "[D1:4]"]),
                     fact(source_ids=["nope", "D7:1"]),
-                    fact(source_ids="D1:4"),
+                    # (Of Melanie's turn: a fact naming Caroline as its actor would not be.)
+                    fact(text="Melanie thinks Caroline is brave.", source_ids="D1:4"),
                 ]
             }
         )

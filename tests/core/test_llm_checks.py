@@ -15,6 +15,7 @@ from core.providers.llm import LanguageModel, LlmSettings
 from core.retain.extract import EntityMention, Exchange, ExtractedFact
 from core.retain.grounding import Vocabulary, support
 from core.retain.llm_checks import (
+    ACTOR_NOT_IN_TURNS,
     COPIED_TURN,
     DATE_OUTSIDE,
     MISSPELT_NAME,
@@ -22,6 +23,7 @@ from core.retain.llm_checks import (
     NOT_THE_AGENT_ACTING,
     NOT_THE_AGENTS_EXPERIENCE,
     NOT_THE_AGENTS_OPINION,
+    SPEAKER_AS_ACTOR,
     UNSUPPORTED,
     check_facts,
 )
@@ -90,6 +92,38 @@ def test_another_speakers_view_is_a_world_fact_naming_its_holder():
     assert kept.network is Network.WORLD and kept.confidence is None
     assert kept.text == "Maya thinks that the Postgres lock took 40 minutes."
     assert reasons(result.repaired) == [NOT_THE_AGENTS_OPINION]
+
+
+def test_a_fact_whose_actor_its_turns_do_not_make_the_actor_is_dropped():
+    """What a real 0.5B model wrote: "Maya returns on August 18" of Maya's turn
+    "Tomás returns on August 18"; "Maya shared the draft" of others' turns."""
+    turns = (
+        Turn("u1", "Maya", "Tomás returns on August 18, so he can settle in.", WHEN, "s", 0),
+        Turn("u2", "Maya", "Northwind signed the Atlas extension yesterday!", WHEN, "s", 1),
+        Turn("u3", "Priya", "I'm designing the supplier portal screens.", WHEN, "s", 2),
+        Turn("u4", "Maya", "Can someone review the portal screens?", WHEN, "s", 3),
+    )
+    exchange = Exchange(turns, "s")
+    result = check_facts(
+        [
+            fact("Maya returns on August 18, so she can settle in.", sources=("u1",)),
+            fact("Maya signed the Atlas extension yesterday.", sources=("u2",)),
+            fact("Maya is designing the supplier portal screens.", sources=("u3",)),
+            # Kept: the turn's subject is named, the speaker speaks for herself, asks.
+            fact("Tomás returns on August 18.", sources=("u1",)),
+            fact("Priya is designing the supplier portal screens.", sources=("u3",)),
+            fact("Maya asked for a review of the portal screens.", sources=("u4",)),
+        ],
+        exchange,
+        "Juniper",
+    )
+    assert [f.text for f in result.facts] == [
+        "Tomás returns on August 18.",
+        "Priya is designing the supplier portal screens.",
+        "Maya asked for a review of the portal screens.",
+    ]
+    assert reasons(result.dropped) == [SPEAKER_AS_ACTOR, SPEAKER_AS_ACTOR, ACTOR_NOT_IN_TURNS]
+    assert result.dropped[0].reason.endswith("Maya for Tomás")
 
 
 def test_small_talk_as_an_opinion_and_bare_reactions_are_dropped():

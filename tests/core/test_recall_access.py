@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from datetime import datetime
 
@@ -53,13 +54,12 @@ def test_an_agents_cli_recall_counts(engine, bank, capsys):
     assert engine.open_bank(name).unit(ids[0]).access_count == 1
 
 
-def test_a_recall_takes_no_write_lock_and_leaves_the_read_caches_valid(bank):
-    ids = add(bank, unit("Alice hiked the Mist Trail in Yosemite.", when=datetime(2024, 5, 1)))
-    bank.recall("Where did Alice hike?", count_access=False)  # what loads once is loaded
-    generation = bank.store.generation
+@contextlib.contextmanager
+def _write_held(bank):
+    """Another thread holds the bank's write lock (a long retain, say) meanwhile."""
     holding, release = threading.Event(), threading.Event()
 
-    def writer():  # a long write (a retain, say) holds the bank's write lock
+    def writer():
         with bank.store.transaction():
             holding.set()
             release.wait()
@@ -68,15 +68,30 @@ def test_a_recall_takes_no_write_lock_and_leaves_the_read_caches_valid(bank):
     thread.start()
     holding.wait()
     try:
-        recalled: list = []
-        reader = threading.Thread(target=lambda: recalled.append(bank.recall("Alice hike")))
-        reader.start()
-        reader.join(60)  # a deadlock guard, not a timing: it waits for the writer otherwise
-        assert not reader.is_alive() and recalled[0].unit_ids == ids
-        assert bank.store.generation == generation
+        yield
     finally:
         release.set()
         thread.join()
+
+
+def _on_another_thread(call):
+    """`call()` run on a thread of its own; it must not wait for the write lock."""
+    out: list = []
+    thread = threading.Thread(target=lambda: out.append(call()))
+    thread.start()
+    thread.join(60)  # a deadlock guard, not a timing: it would wait for the writer otherwise
+    assert not thread.is_alive() and out
+    return out[0]
+
+
+def test_a_recall_takes_no_write_lock_and_leaves_the_read_caches_valid(bank):
+    ids = add(bank, unit("Alice hiked the Mist Trail in Yosemite.", when=datetime(2024, 5, 1)))
+    bank.recall("Where did Alice hike?", count_access=False)  # what loads once is loaded
+    generation = bank.store.generation
+    with _write_held(bank):
+        recalled = _on_another_thread(lambda: bank.recall("Alice hike"))
+        assert recalled.unit_ids == ids
+        assert bank.store.generation == generation
     assert _counts(bank, ids) == {ids[0]: 1}
     assert bank.store.generation == generation + 1  # the writer's commit alone
 
@@ -90,7 +105,7 @@ def test_counts_wait_in_memory_merged_per_unit_and_a_failed_write_keeps_them():
             raise OSError("disk full")
         written.append(dict(pending))
 
-    counts = AccessCounts(write, delay=3600)  # flushed by hand here
+    counts = AccessCounts(write, threading.RLock(), delay=3600)  # flushed by hand here
     first, second = datetime(2024, 5, 1, 12), datetime(2024, 5, 1, 13)
     counts.record(["a", "b", "a"], first)  # listed twice in one recall: counted once
     counts.record(["a"], second)
@@ -114,3 +129,14 @@ def test_a_clean_close_writes_the_counts_still_waiting(engine, bank):
         bank.recall("Where did Alice hike?")
     bank.close()
     assert engine.open_bank(name).unit(ids[0]).access_count == 3
+
+
+def test_a_read_never_waits_for_a_write_to_show_the_counts(bank):
+    ids = add(bank, unit("Alice hiked the Mist Trail in Yosemite.", when=datetime(2024, 5, 1)))
+    bank.recall("Where did Alice hike?", count_access=False)  # what loads once is loaded
+    with _write_held(bank):
+        bank.recall("Where did Alice hike?")
+        seen = _on_another_thread(lambda: bank.unit(ids[0]).access_count)
+        assert seen == 0  # the count written so far
+    bank.store.access.flush()  # the timer's flush may be the one writing it now
+    assert bank.unit(ids[0]).access_count == 1  # waited, not lost

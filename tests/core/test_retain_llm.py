@@ -12,6 +12,7 @@ import pytest
 
 from core.providers.llm import LanguageModel, LlmSettings
 from core.retain.llm_extract import FACT_SCHEMA
+from core.retain.observations import PROFILE_MAX_TOKENS
 from core.retain.opinions import ASSESS_SCHEMA
 from core.types import Document, ExtractionMode, LinkKind, Network, Turn
 from tests.fakes.ollama_server import FakeOllama, Reply
@@ -429,6 +430,35 @@ def test_a_profile_sentence_its_facts_do_not_support_is_cut(bank, fake_ollama: F
     # Nothing supported: the rules profile stands in, and the report says why.
     assert "musician" not in text and jobs.notes
     assert "no sentence of the model's profile is supported" in jobs.fallback_note()
+
+
+def test_a_profile_that_runs_on_is_cut_at_its_limit_and_said_once(
+    bank, fake_ollama: FakeOllama
+) -> None:
+    """Issue 30, a real 0.5B model: a profile written on and on, repeating
+    itself, to the 2,048-token reply limit, then asked again with 4,096 (and
+    8,192): minutes of one entity on a CPU. A profile is a few sentences: the
+    reply is cut at PROFILE_MAX_TOKENS, kept to its last full sentence, once."""
+    fake_ollama.responder = Script()
+    model = lm(fake_ollama)
+    bank.ingest(chat(SESSIONS[:1]), mode="llm", llm=model)
+
+    def runs_on(body: dict[str, Any]) -> Any:
+        if kind_of(body) != "chat":
+            return Script()(body)
+        return Reply.text(" ".join([profile_of(body["messages"][-1]["content"])] * 400))
+
+    fake_ollama.responder = runs_on
+    before = len(fake_ollama.chat_requests)
+    jobs = bank.process_jobs(llm=model)
+    asked = [b for b in fake_ollama.chat_requests[before:] if kind_of(b) == "chat"]
+    assert jobs.mode == "llm" and not jobs.notes  # every profile is the model's
+    # One request per profile, none asked again with more room.
+    assert len(asked) == jobs.observations_written > 0
+    assert {b["options"]["num_predict"] for b in asked} == {PROFILE_MAX_TOKENS}
+    priya = next(e for e in bank.entities() if e.name == "Priya")
+    text = bank.observation(priya.id).text
+    assert text.startswith("In short: ") and text.count("In short: ") == 1
 
 
 def invented_facts(body: dict[str, Any]) -> Any:

@@ -42,6 +42,10 @@ class LlamaServer:
         argv = [str(llama_python()), str(HERE / "llama_server.py"), "--port-file", str(port_file)]
         for name, path in models:
             argv += ["--model", f"{name}={path}"]
+        # Two runs side by side on two cores: a thread each (llama.cpp's threads
+        # wait on one another, and a preempted one stalls its partner).
+        if threads := os.environ.get("ENGRAM_LLAMA_THREADS"):
+            argv += ["--threads", threads]
         self.process = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + START_TIMEOUT
         while not port_file.exists():

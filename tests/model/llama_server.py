@@ -238,6 +238,9 @@ class ModelServer:
                 kwargs["response_format"] = {"type": "json_object", "schema": schema}
             elif json_mode:
                 kwargs["response_format"] = {"type": "json_object"}
+            # What the context held before: llama.cpp keeps the prefix a new prompt
+            # shares with it and reads only the rest.
+            before = list(llama._input_ids[: llama.n_tokens])
             try:
                 stream = llama.create_chat_completion(**kwargs)
             except ValueError as exc:
@@ -261,7 +264,26 @@ class ModelServer:
             result.finished = time.perf_counter()
             result.first_token = result.first_token or result.finished
             result.eval_tokens = count
-            result.prompt_tokens = max(0, llama.n_tokens - count) or prompt_tokens
+            prompt = list(llama._input_ids[: max(0, llama.n_tokens - count)])
+            # Ollama counts the prompt tokens it evaluated, not those it found in its
+            # cache: counting those would make a cached read look ten times as fast,
+            # and a client would give a long new prompt too little time.
+            cached = 0
+            for a, b in zip(before, prompt, strict=False):
+                if a != b:
+                    break
+                cached += 1
+            total = len(prompt) or prompt_tokens
+            result.prompt_tokens = max(1, total - min(cached, total - 1))
+            # One line a generation in the server's log: what a slow run spent its time on.
+            print(
+                f"{_now()} {model.name}: {result.prompt_tokens} prompt tokens"
+                f" ({total - result.prompt_tokens} cached) in"
+                f" {result.first_token - started:.1f} s, {count} written in"
+                f" {result.finished - result.first_token:.1f} s ({result.finish_reason})",
+                file=sys.stderr,
+                flush=True,
+            )
             yield result
 
 

@@ -42,6 +42,11 @@ def test_reads_answer_what_the_bank_itself_answers(bank, local):
     unit = local.units(limit=1)[0]
     assert bank.provenance(unit.id) == local.provenance(unit.id)
     assert bank.links(unit.id) == local.links(unit.id)
+    # The studio's coarse reads: a fact's conversation, a graph neighbourhood.
+    context = bank.unit_context(unit.id)
+    assert context == local.unit_context(unit.id) and context.turns
+    around = bank.subgraph([unit.id], hops=2, context=5)
+    assert around == local.subgraph([unit.id], hops=2, context=5) and around.links
     result = bank.recall("Where did Maya move?", count_access=False)
     assert result.items == local.recall("Where did Maya move?", count_access=False).items
 
@@ -127,6 +132,8 @@ def test_engine_errors_come_back_as_themselves(bank, remote):
         remote.open_bank("no such bank")
     with pytest.raises(EngramError, match="no unit 'nope'"):
         bank.unit("nope")
+    with pytest.raises(EngramError, match="no unit 'nope'"):
+        bank.unit_context("nope")
 
 
 def test_the_activity_journal_reads_and_follows_over_the_wire(bank, local, served):

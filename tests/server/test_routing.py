@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -239,8 +240,12 @@ def test_values_cross_the_wire_as_the_same_types(homes, server, token_env):
         bank = engine.open_bank(BANK)
         result = bank.recall("Maya", budget_tokens=200)
         units = bank.units(limit=5)
+        context = bank.unit_context(result.unit_ids[0])
+        around = bank.subgraph(result.unit_ids[:2], hops=1, context=3)
+    assert context.turns and around.links
     change = Change.of(added={Kind.UNIT: ["a", "b"]}, removed={Kind.ENTITY: ["c"]})
-    for value in (result, units, change, {"k": (1, 2.5, None)}, frozenset({"a"})):
+    values = (result, units, change, context, around, {"k": (1, 2.5, None)}, frozenset({"a"}))
+    for value in values:
         assert decode(json.loads(json.dumps(encode(value)))) == value
 
 
@@ -257,3 +262,57 @@ def test_settings_change_through_the_owner_as_they_do_directly(homes, server, to
     served, _ = homes
     code, _out, err = run_cli("--home", str(served), "config", "set", BANK, "recall.rrf_k=0.5")
     assert code == 1 and "recall.rrf_k" in err
+
+
+@pytest.mark.slow
+def test_remote_runs_commands_on_a_served_bank_as_they_run_here(
+    homes, server, token_env, tmp_path, monkeypatch
+):
+    """`engram --remote URL …` (issue 25, item 6): no data folder of the server's
+    here (`--home` is an empty folder), the same output as a direct run."""
+    _served, direct = homes
+    elsewhere = str(tmp_path / "elsewhere")
+
+    def both_ways(*args: str) -> tuple[tuple, tuple]:
+        code_d, out_d, err_d = run_cli("--home", str(direct), *args)
+        code_r, out_r, err_r = run_cli("--home", elsewhere, "--remote", server, *args)
+        return (code_d, normalised(out_d)), (code_r, normalised(out_r))
+
+    direct_out, remote_out = both_ways("recall", BANK, "Where did Maya move?", "--budget", "300")
+    assert remote_out == direct_out and "Lisbon" in remote_out[1]
+    # A write, through ENGRAM_REMOTE this time.
+    unit = sorted(_ids(direct))[1]
+    code, out, _ = run_cli("--home", str(direct), "edit", BANK, unit, "--text", "Maya cycles.")
+    monkeypatch.setenv("ENGRAM_REMOTE", server)
+    code_r, out_r, err_r = run_cli(
+        "--home", elsewhere, "edit", BANK, unit, "--text", "Maya cycles."
+    )
+    assert (code_r, out_r) == (code, out) == (0, out) and f"edited {unit}" in out, err_r
+    monkeypatch.delenv("ENGRAM_REMOTE")
+    # The export streams the owner's snapshot down.
+    target = tmp_path / "copy.engram"
+    code, _out, err = run_cli("--remote", server, "export", BANK, str(target), "--quiet")
+    assert code == 0 and target.stat().st_size > 0, err
+    with Engine(tmp_path / "imported") as engine:
+        copy = engine.import_snapshot(target, "copy")
+        assert any(u.text == "Maya cycles." for u in copy.units(text="Maya cycles", limit=5))
+    assert not (tmp_path / "elsewhere").exists()  # nothing local was opened or made
+
+
+@pytest.mark.slow
+def test_remote_with_a_wrong_token_or_no_server_says_so(server, monkeypatch, tmp_path):
+    monkeypatch.setenv("ENGRAM_API_TOKEN", "not-the-token-" + "z" * 20)
+    code, out, err = run_cli("--remote", server, "documents", "list", BANK)
+    assert code == 1 and not out and "Traceback" not in err
+    assert f"the server at {server} refused the token in ENGRAM_API_TOKEN" in err, err
+    monkeypatch.delenv("ENGRAM_API_TOKEN")
+    code, _, err = run_cli("--remote", server, "documents", "list", BANK)
+    assert code == 1 and "set ENGRAM_API_TOKEN" in err
+    monkeypatch.setenv("ENGRAM_API_TOKEN", TOKEN)
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code, _, err = run_cli("--remote", f"http://127.0.0.1:{port}", "documents", "list", BANK)
+    assert code == 1 and f"the server at http://127.0.0.1:{port} did not answer" in err, err
+    code, _, err = run_cli("--remote", "127.0.0.1:8888", "banks")
+    assert code == 1 and "not a server address" in err
