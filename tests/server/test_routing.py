@@ -166,8 +166,11 @@ def test_ingest_and_edit_through_the_owner(homes, server, token_env):
     assert "Maya lives in Porto now." in routed_out and routed_out == direct_out
 
 
-def _ids(home: Path) -> list[str]:
-    code, out, _ = run_cli("--home", str(home), "memories", "list", BANK, "--limit", "100000")
+def _ids(home: Path | str, *remote: str) -> list[str]:
+    """The bank's unit ids, from `home` or, with `--remote URL`, from that server."""
+    code, out, _ = run_cli(
+        "--home", str(home), *remote, "memories", "list", BANK, "--limit", "100000"
+    )
     assert code == 0
     return [line.split()[0] for line in out.splitlines() if not line.startswith("--")]
 
@@ -281,7 +284,8 @@ def test_remote_runs_commands_on_a_served_bank_as_they_run_here(
     direct_out, remote_out = both_ways("recall", BANK, "Where did Maya move?", "--budget", "300")
     assert remote_out == direct_out and "Lisbon" in remote_out[1]
     # A write, through ENGRAM_REMOTE this time.
-    unit = sorted(_ids(direct))[1]
+    # A unit both banks hold: other tests of this module write to each, in any order.
+    unit = sorted(set(_ids(direct)) & set(_ids(elsewhere, "--remote", server)))[1]
     code, out, _ = run_cli("--home", str(direct), "edit", BANK, unit, "--text", "Maya cycles.")
     monkeypatch.setenv("ENGRAM_REMOTE", server)
     code_r, out_r, err_r = run_cli(
