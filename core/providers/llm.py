@@ -90,6 +90,11 @@ ASSUMED_PROMPT_RATE = 30.0
 PROMPT_MARGIN = 1.5
 # A measured prompt rate counts once this many prompt tokens were seen.
 MIN_MEASURED_TOKENS = 200
+# A reply cut at its limit that says the same piece (a sentence, a JSON string)
+# this often is a model that loops: more room only buys more of the loop.
+LOOP_REPEATS = 3
+# Pieces shorter than this repeat legitimately (names, dates, field values).
+LOOP_MIN_CHARS = 20
 
 
 class LanguageModelError(EngramError):
@@ -116,9 +121,12 @@ class LlmSettings:
     retries: int = 2
     temperature: float = 0.1
     # Tokens a reply may take; a reply cut there is asked again with twice the
-    # room, up to max_predict.
+    # room, up to max_predict. 2,048 is 2.5x the longest extraction reply a 0.5B
+    # model wrote for a chunk (811 tokens); one more chance at 4,096 covers a
+    # genuinely long chunk. More room than that only buys a looping model's next
+    # 8,000 tokens (SmolLM2 135M filled every limit it was given).
     num_predict: int = 2048
-    max_predict: int = 8192
+    max_predict: int = 4096
     # How long Ollama keeps the model loaded after a call (its default is 5 minutes).
     keep_alive: str = "30m"
     # Sent with every call, so the same prompt gets the same answer (extraction
@@ -612,6 +620,23 @@ def _reask(messages: list[dict[str, str]], problem: _Retry) -> list[dict[str, st
     ]
 
 
+def _loop_in(text: str) -> tuple[str, int] | None:
+    """The piece a runaway reply keeps repeating and how often, or None.
+
+    Pieces are split at quotes, line ends and sentence ends, so a looping JSON
+    reply (the same fact object again and again) and a looping text (the same
+    sentence) are both seen, whatever the conversation."""
+    counts: dict[str, int] = {}
+    for raw in re.split(r'["\n]|(?<=[.!?])\s', text):
+        piece = raw.strip()
+        if len(piece) >= LOOP_MIN_CHARS:
+            counts[piece] = counts.get(piece, 0) + 1
+    if not counts:
+        return None
+    piece, times = max(counts.items(), key=lambda item: item[1])
+    return (piece, times) if times >= LOOP_REPEATS else None
+
+
 def _last_sentence(text: str) -> str:
     """`text` up to its last sentence end (all of it when it has none)."""
     ends = [text.rfind(mark) for mark in (". ", "! ", "? ", ".\n", "!\n", "?\n")]
@@ -881,12 +906,14 @@ class LanguageModel:
         *,
         on_tokens: Callable[[int], None] | None = None,
         max_tokens: int | None = None,
+        on_cut: Callable[[int], None] | None = None,
     ) -> str:
         """A plain-text answer, reasoning blocks removed. `on_tokens(n)` is called
         as the reply streams (n pieces so far); an exception it raises (a cancel)
         abandons the call. With `max_tokens` the answer is at most that long: one
         cut at the limit is kept, up to its last full sentence, rather than asked
-        again with more room."""
+        again with more room, and `on_cut(max_tokens)` is told so the caller can
+        say the answer was cut."""
 
         def interpret(content: str, thinking: str) -> str:
             text = strip_think(content).strip()
@@ -896,7 +923,9 @@ class LanguageModel:
                 raise _Retry("the model returned an empty answer", reply=content)
             return text
 
-        return self._ask(system, prompt, None, interpret, on_tokens, limit=max_tokens)
+        return self._ask(
+            system, prompt, None, interpret, on_tokens, limit=max_tokens, on_cut=on_cut
+        )
 
     def structured(
         self,
@@ -945,6 +974,7 @@ class LanguageModel:
         interpret: Callable[[str, str], T],
         on_tokens: Callable[[int], None] | None = None,
         limit: int | None = None,
+        on_cut: Callable[[int], None] | None = None,
     ) -> T:
         if not self.settings.model.strip():
             raise LanguageModelError("no language model is chosen (set one in Settings)", "config")
@@ -960,7 +990,26 @@ class LanguageModel:
                 content, thinking, done_reason = self._send(asked, fmt, num_predict, on_tokens)
                 if done_reason == "length" and limit is not None and fmt is None:
                     # The caller's limit: keep what fits, to its last full sentence.
-                    return interpret(_last_sentence(content), thinking)
+                    whole = _last_sentence(content)
+                    if not whole.endswith((".", "!", "?")):
+                        raise _Retry(
+                            f"the reply was cut off at the limit of {num_predict} tokens "
+                            "before its first full sentence",
+                            "truncated",
+                        )
+                    kept = interpret(whole, thinking)
+                    if on_cut is not None:
+                        on_cut(num_predict)
+                    return kept
+                if done_reason == "length" and (loop := _loop_in(content or thinking)):
+                    piece, times = loop
+                    raise LanguageModelError(
+                        f"language model '{self.name}' ran to the limit of {num_predict} "
+                        f"tokens repeating itself ({_shorten(piece)!r} {times} times): "
+                        "a model that loops does not finish with more room, so it was "
+                        "not asked again",
+                        "truncated",
+                    )
                 if done_reason == "length":
                     # A reply cut mid-way may still parse once "repaired", minus
                     # what was cut: never keep it, ask again with room to finish.
@@ -975,7 +1024,8 @@ class LanguageModel:
                 log.info(
                     "language model attempt %d/%d failed: %s", attempt, attempts, problem.reason
                 )
-                if problem.kind == "truncated":
+                if problem.kind == "truncated" and limit is None:
+                    # The caller's own limit is never raised.
                     num_predict = min(num_predict * 2, max(num_predict, self.settings.max_predict))
                 # A bad answer is asked about again with the problem in the
                 # conversation; a timeout or a server error is simply resent.

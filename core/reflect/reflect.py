@@ -46,6 +46,10 @@ if TYPE_CHECKING:
 
 MIN_COMPARE = 2
 MAX_COMPARE = 4
+# The answer's length when the asker sets none: ~750 words, more than a person
+# reads as one answer (the MCP tool's default too). Unbounded, a model that
+# loops writes until the server's own limit, minutes of a small CPU.
+ANSWER_MAX_TOKENS = 1024
 # Entity profiles get this share of the token budget, on top of the facts.
 OBSERVATION_SHARE = 0.25
 # Model failures after which a reflection is answered extractively rather than
@@ -159,6 +163,7 @@ class _Answered:
     opinion_error: str | None
     system: str
     prompt: str
+    notes: tuple[str, ...] = ()
 
 
 def _answer(ctx: _Context, disposition: Disposition) -> _Answered:
@@ -171,8 +176,16 @@ def _answer(ctx: _Context, disposition: Disposition) -> _Answered:
     prompt = answer_prompt(
         ctx.query, ctx.evidence, ctx.now, ctx.asked.context, ctx.asked.max_tokens
     )
+    limit = ctx.asked.max_tokens or ANSWER_MAX_TOKENS
+    cut: list[str] = []
+
+    def said_cut(tokens: int) -> None:
+        cut.append(
+            f"the answer was cut at its limit of {tokens:,} tokens (kept to its last full sentence)"
+        )
+
     try:
-        answer = ctx.lm.chat(system, prompt, max_tokens=ctx.asked.max_tokens)
+        answer = ctx.lm.chat(system, prompt, max_tokens=limit, on_cut=said_cut)
     except LanguageModelError as error:
         raise ReflectionError(f"no answer: {error}", error.kind) from None
     proposals: list[ProposedOpinion] = []
@@ -184,7 +197,7 @@ def _answer(ctx: _Context, disposition: Disposition) -> _Answered:
             )
         except LanguageModelError as error:
             opinion_error = f"no opinions formed: {error}"
-    return _Answered(answer, proposals, opinion_error, system, prompt)
+    return _Answered(answer, proposals, opinion_error, system, prompt, tuple(cut))
 
 
 def _llm_reflection(
@@ -205,7 +218,7 @@ def _llm_reflection(
         prompt=answered.prompt,
         budget_tokens=ctx.budget_tokens,
         opinion_error=answered.opinion_error,
-        notes=ctx.notes,
+        notes=(*ctx.notes, *answered.notes),
         as_of=ctx.as_of,
         recall=ctx.recall,
         vectors=vectors,

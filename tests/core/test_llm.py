@@ -108,6 +108,43 @@ def test_a_reply_always_cut_by_length_is_reported_never_half_kept(
     assert [r["options"]["num_predict"] for r in fake_ollama.chat_requests] == [16, 32, 64]
 
 
+@pytest.mark.parametrize(
+    ("reply", "structured"),
+    [
+        # An extraction reply that writes the same fact object until it is cut.
+        (
+            '{"facts": ['
+            + '{"text": "Maya met Tomás at the Northwind office", "kind": "world"}, ' * 80,
+            True,
+        ),
+        # A plain answer (another conversation) that says one sentence over and over.
+        ("The release ships on Friday after the audit. " * 80, False),
+    ],
+)
+def test_a_reply_that_loops_to_its_limit_is_reported_not_asked_again(
+    fake_ollama: FakeOllama, reply: str, structured: bool
+) -> None:
+    fake_ollama.script(*[Reply.text(reply)] * 3)
+    model = lm(fake_ollama, num_predict=128, max_predict=512, retries=2)
+    with pytest.raises(LanguageModelError, match="repeating itself") as info:
+        if structured:
+            model.structured("", "p", SCHEMA, facts)
+        else:
+            model.chat("", "p")
+    assert info.value.kind == "truncated"
+    assert "not asked again" in str(info.value)
+    # One request of 128 tokens, not 128 + 256 + 512 spent on the loop.
+    assert [r["options"]["num_predict"] for r in fake_ollama.chat_requests] == [128]
+
+
+def test_a_long_reply_that_does_not_repeat_still_gets_more_room(fake_ollama: FakeOllama) -> None:
+    distinct = " ".join(f"Fact number {i} is about person {i}." for i in range(60))
+    fake_ollama.script(Reply.text(distinct), Reply.json({"facts": ["Dan plays chess"]}))
+    model = lm(fake_ollama, num_predict=64, max_predict=512, retries=2)
+    assert model.structured("", "p", SCHEMA, facts) == ["Dan plays chess"]
+    assert [r["options"]["num_predict"] for r in fake_ollama.chat_requests] == [64, 128]
+
+
 def test_num_ctx_holds_a_long_prompt(fake_ollama: FakeOllama) -> None:
     # A reflect prompt on the demo bank is about 6k tokens: Ollama's default
     # context (2048 here) would silently drop its start.

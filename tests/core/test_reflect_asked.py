@@ -152,3 +152,20 @@ def test_the_prompt_carries_the_context_and_the_length(bank, engine, fake_ollama
     assert "(at most 30 words)" in user_of(body)
     assert body["options"]["num_predict"] == 40
     assert json.dumps(body).count("num_predict") == 1
+
+
+def test_an_answer_without_a_length_is_bounded_and_a_cut_one_says_so(bank, engine, fake_ollama):
+    from core.reflect.reflect import ANSWER_MAX_TOKENS
+    from tests.support.reflection import use_fake
+
+    _tagged(bank)
+    use_fake(engine, fake_ollama)
+    # A model that never stops: the fake cuts it at num_predict (done_reason "length").
+    endless = "Learn Python, since the team likes data. " * 2000
+    fake_ollama.script(Reply.text(endless), Reply.json({"opinions": []}))
+    reflection = bank.reflect("What should we learn?", commit=False)
+    assert [r["options"]["num_predict"] for r in fake_ollama.chat_requests][0] == ANSWER_MAX_TOKENS
+    assert any(f"cut at its limit of {ANSWER_MAX_TOKENS:,} tokens" in n for n in reflection.notes)
+    assert reflection.answer.endswith(".") and len(reflection.answer) < len(endless)
+    # Asked once: a cut answer is kept, not asked again with more room.
+    assert len(fake_ollama.chat_requests) == 2
