@@ -38,8 +38,14 @@ def test_recall_while_retaining(served, bank_id):
     recalls = 0
     writing = threading.Event()
     writing.set()
+    # Readers read once per answered write rather than spinning: with four
+    # writers a write is always in flight, so every read still overlaps a commit,
+    # and spinning readers only starved the writers (21 s CPU for the same check).
+    answered = threading.Condition()
+    writes_answered = 0
 
     def write(n: int) -> None:
+        nonlocal writes_answered
         with served.client() as http:
             for i in range(PER_WRITER):
                 text = distinct_fact(n, i)
@@ -51,11 +57,20 @@ def test_recall_while_retaining(served, bank_id):
                     acknowledged.append(text)
                 else:
                     errors.append(r.text)
+                with answered:
+                    writes_answered += 1
+                    answered.notify_all()
 
     def read() -> None:
         nonlocal recalls
+        seen = 0
         with served.client() as http:
             while writing.is_set():
+                with answered:
+                    answered.wait_for(
+                        lambda last=seen: writes_answered > last or not writing.is_set()
+                    )
+                    seen = writes_answered
                 r = http.post(
                     f"/v1/default/banks/{bank_id}/memories/recall",
                     json={"query": "lighthouse fact", "max_tokens": 300},
@@ -72,7 +87,9 @@ def test_recall_while_retaining(served, bank_id):
         t.start()
     for t in writers:
         t.join()
-    writing.clear()
+    with answered:
+        writing.clear()
+        answered.notify_all()
     for t in readers:
         t.join()
 
