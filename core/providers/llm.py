@@ -992,9 +992,11 @@ class LanguageModel:
                     # The caller's limit: keep what fits, to its last full sentence.
                     whole = _last_sentence(content)
                     if not whole.endswith((".", "!", "?")):
-                        raise _Retry(
-                            f"the reply was cut off at the limit of {num_predict} tokens "
-                            "before its first full sentence",
+                        # Not resent: the same request at the same limit and seed
+                        # gets the same reply, and the caller's limit is never raised.
+                        raise LanguageModelError(
+                            f"language model '{self.name}' was cut off at the limit of "
+                            f"{num_predict} tokens before its first full sentence",
                             "truncated",
                         )
                     kept = interpret(whole, thinking)

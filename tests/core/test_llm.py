@@ -145,6 +145,19 @@ def test_a_long_reply_that_does_not_repeat_still_gets_more_room(fake_ollama: Fak
     assert [r["options"]["num_predict"] for r in fake_ollama.chat_requests] == [64, 128]
 
 
+def test_an_answer_cut_at_the_callers_limit_before_any_sentence_is_not_resent(
+    fake_ollama: FakeOllama,
+) -> None:
+    # No sentence end to keep it to: resending the same request at the same limit
+    # and seed would only buy the same cut reply twice more.
+    fake_ollama.script(*[Reply.text("and then " * 400)] * 3)
+    model = lm(fake_ollama, retries=2)
+    with pytest.raises(LanguageModelError, match="before its first full sentence") as info:
+        model.chat("", "p", max_tokens=32)
+    assert info.value.kind == "truncated"
+    assert [r["options"]["num_predict"] for r in fake_ollama.chat_requests] == [32]
+
+
 def test_num_ctx_holds_a_long_prompt(fake_ollama: FakeOllama) -> None:
     # A reflect prompt on the demo bank is about 6k tokens: Ollama's default
     # context (2048 here) would silently drop its start.
