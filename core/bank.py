@@ -431,10 +431,11 @@ class Bank:
         observation_ids: Sequence[str],
     ) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
         """`entity_names`, `document_titles` and `observation_sources` of these
-        ids at once (one query): what a page of units shows beside their text."""
-        from core.retain.documents import labels_of
+        ids at once (one query, or from memory in a small bank): what a page of
+        units shows beside their text."""
+        from core.recall.unitcache import unit_labels
 
-        return labels_of(self.store.reader(), entity_ids, document_ids, observation_ids)
+        return unit_labels(self.store, entity_ids, document_ids, observation_ids)
 
     def document_hashes(self, document_ids: Sequence[str]) -> dict[str, str]:
         """The content hash of each of these documents the bank holds (one indexed
@@ -508,9 +509,9 @@ class Bank:
 
     def sources(self, unit_ids: Sequence[str]) -> dict[str, list[Turn]]:
         """The source turns of each unit in its own document, in source order."""
-        from core.retain.documents import sources_of
+        from core.recall.unitcache import unit_sources
 
-        return sources_of(self.store.reader(), unit_ids)
+        return unit_sources(self.store, unit_ids)
 
     def observation_sources(self, observation_ids: Sequence[str]) -> dict[str, list[str]]:
         """The facts each observation was made from."""

@@ -22,9 +22,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.recall.channels import has_words
 from core.store.bank_store import BankStore
+
+if TYPE_CHECKING:
+    from core.recall.unitcache import Labels
 
 
 @dataclass(frozen=True)
@@ -49,10 +53,19 @@ class Speakers:
         return text if has_words(text) else query
 
 
-def speakers(store: BankStore, query: str) -> Speakers:
-    """Who speaks in the bank, and whom of them `query` names."""
-    con = store.reader()
-    spelled = [r[0] for r in con.execute("SELECT DISTINCT speaker FROM turns").fetchall()]
+def speakers(store: BankStore, query: str, labels: Labels | None = None) -> Speakers:
+    """Who speaks in the bank, and whom of them `query` names (`labels`: a small
+    bank's, from memory)."""
+    by_speaker = labels.speakers if labels is not None else speaker_names(store.reader())
+    named = tuple(s for s, names in by_speaker.items() if any(_names(n, query) for n in names))
+    return Speakers(by_speaker, named)
+
+
+def speaker_names(con) -> dict[str, frozenset[str]]:
+    """Everyone who speaks in a turn (sorted), with every name they go by."""
+    spelled = [
+        r[0] for r in con.execute("SELECT DISTINCT speaker FROM turns ORDER BY speaker").fetchall()
+    ]
     names: dict[str, set[str]] = {s.casefold(): {s} for s in spelled}
     # A speaker's entity may since have been renamed: its names and aliases all count.
     for name, aliases in con.execute(
@@ -64,19 +77,28 @@ def speakers(store: BankStore, query: str) -> Speakers:
         every = {name, *(aliases or ())}
         for speaker in {n.casefold() for n in every} & set(names):
             names[speaker] |= every
-    by_speaker = {s: frozenset(n for n in names[s.casefold()] if n.strip()) for s in spelled}
-    named = tuple(s for s in spelled if any(_names(n, query) for n in by_speaker[s]))
-    return Speakers(by_speaker, named)
+    return {s: frozenset(n for n in names[s.casefold()] if n.strip()) for s in spelled}
 
 
 def _names(name: str, text: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
 
 
-def spoken_by(store: BankStore, unit_ids: Sequence[str], speakers: Sequence[str]) -> frozenset[str]:
-    """Of `unit_ids`, those with a source turn spoken by one of `speakers`."""
+def spoken_by(
+    store: BankStore,
+    unit_ids: Sequence[str],
+    speakers: Sequence[str],
+    labels: Labels | None = None,
+) -> frozenset[str]:
+    """Of `unit_ids`, those with a source turn spoken by one of `speakers`
+    (`labels`: a small bank's, from memory)."""
     if not unit_ids or not speakers:
         return frozenset()
+    if labels is not None:
+        sources, wanted = labels.sources, set(speakers)
+        return frozenset(
+            u for u in unit_ids if any(t.speaker in wanted for t in sources.get(u, ()))
+        )
     rows = (
         store.reader()
         .execute(

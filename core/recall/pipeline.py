@@ -54,7 +54,13 @@ from core.recall.trace import (
     RerankTrace,
     SkippedFact,
 )
-from core.recall.unitcache import latest_activity, observations_of, recall_units
+from core.recall.unitcache import (
+    Labels,
+    labels_in_memory,
+    latest_activity,
+    observations_of,
+    recall_units,
+)
 from core.store.bank_store import utcnow
 from core.store.tagged import allowed_units
 from core.store.units import get_vectors
@@ -223,13 +229,14 @@ def _stages(bank: BankHandle, request: _Request, t_start: float) -> RecallResult
         return finish()
 
     t0 = time.perf_counter()
-    who, semantic_query = _speakers(bank.store, request, trace)
+    labels = labels_in_memory(bank.store)
+    who, semantic_query = _speakers(bank.store, request, trace, labels)
     timings["speakers"] = _ms(t0)
 
     retrieved = _retrieve(bank, request, semantic_query, trace)
 
     t0 = time.perf_counter()
-    fused = _fuse(bank.store, request, retrieved.results, who, trace, retrieved.interval)
+    fused = _fuse(bank.store, request, retrieved.results, who, trace, retrieved.interval, labels)
     timings["fusion"] = _ms(t0)
     if not fused:
         trace.notes.append("no channel returned anything")
@@ -334,11 +341,13 @@ def _new_trace(request: _Request) -> RecallTrace:
     )
 
 
-def _speakers(store, request: _Request, trace: RecallTrace) -> tuple[focus.Speakers, str]:
+def _speakers(
+    store, request: _Request, trace: RecallTrace, labels: Labels | None
+) -> tuple[focus.Speakers, str]:
     """Who the query is about, and the text the semantic channel embeds (without
     their names, when the bank's settings say so: the names say who, not what)."""
     query = request.query
-    who = focus.speakers(store, query[:MAX_LEXICAL_CHARS])
+    who = focus.speakers(store, query[:MAX_LEXICAL_CHARS], labels)
     semantic_query = (
         who.without_names(query) if request.cfg["recall.embed_without_speakers"] else query
     )
@@ -430,6 +439,7 @@ def _fuse(
     who: focus.Speakers,
     trace: RecallTrace,
     interval: Any = None,
+    labels: Labels | None = None,
 ) -> list[Fused]:
     """Reciprocal rank fusion of the channels that ran, then speaker focus. The
     temporal channel votes as surely as the query's time was read."""
@@ -443,7 +453,7 @@ def _fuse(
     )
     factor = 1.0 + float(cfg["recall.speaker_focus"])
     if factor != 1.0 and who.focused:
-        spoken = focus.spoken_by(store, [f.id for f in fused], who.focused)
+        spoken = focus.spoken_by(store, [f.id for f in fused], who.focused, labels)
         fused = boost(fused, spoken, factor)
         trace.focus = Focus(tuple(who.focused), factor, tuple(sorted(spoken)))
         trace.notes.append(

@@ -24,6 +24,7 @@ from core import tags as tagging
 from core.context import current_caller
 from core.limits import check_document as check_limits
 from core.retain.report import ChunkFailure
+from core.store.turns import TURN_COLUMNS, turn_of_row
 from core.store.units import delete_units
 from core.types import (
     Document,
@@ -293,13 +294,6 @@ def list_documents(
     ]
 
 
-TURN_COLUMNS = "id, speaker, text, timestamp, coalesce(session, ''), idx, tags, metadata"
-
-
-def _turn(row: tuple) -> Turn:
-    return Turn(*row[:6], tags=tuple(row[6] or ()), metadata=tagging.metadata_from(row[7]))
-
-
 def titles(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[str, str]:
     """The title of each of these documents (one indexed lookup: a served recall
     needs only the titles, not `list_documents`' counts over every turn and unit)."""
@@ -309,36 +303,6 @@ def titles(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[
         "SELECT id, title FROM documents WHERE id IN (SELECT unnest(?))", [list(document_ids)]
     ).fetchall()
     return dict(rows)
-
-
-def labels_of(
-    con: duckdb.DuckDBPyConnection,
-    entity_ids: Sequence[str],
-    document_ids: Sequence[str],
-    observation_ids: Sequence[str],
-) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
-    """(entity names, document titles, each observation's source facts in
-    their order) in one query: what a page of units shows beside their text."""
-    if not (entity_ids or document_ids or observation_ids):
-        return {}, {}, {}
-    rows = con.execute(
-        "SELECT 'e', id, name, NULL::BIGINT FROM entities WHERE id IN (SELECT unnest($e))"
-        " UNION ALL SELECT 'd', id, title, NULL FROM documents WHERE id IN (SELECT unnest($d))"
-        " UNION ALL SELECT 'o', observation_id, unit_id, rowid FROM observation_sources"
-        " WHERE observation_id IN (SELECT unnest($o)) ORDER BY 1, 4",
-        {"e": sorted(set(entity_ids)), "d": list(document_ids), "o": list(observation_ids)},
-    ).fetchall()
-    names: dict[str, str] = {}
-    titles: dict[str, str] = {}
-    sources: dict[str, list[str]] = {}
-    for kind, key, value, _ in rows:
-        if kind == "e":
-            names[key] = value
-        elif kind == "d":
-            titles[key] = value
-        else:
-            sources.setdefault(key, []).append(value)
-    return names, titles, sources
 
 
 def content_hashes(con: duckdb.DuckDBPyConnection, document_ids: Sequence[str]) -> dict[str, str]:
@@ -356,7 +320,7 @@ def document_turns(con: duckdb.DuckDBPyConnection, document_id: str) -> list[Tur
         f"SELECT {TURN_COLUMNS} FROM turns WHERE document_id = ? ORDER BY idx",
         [document_id],
     ).fetchall()
-    return [_turn(r) for r in rows]
+    return [turn_of_row(r) for r in rows]
 
 
 def provenance(con: duckdb.DuckDBPyConnection, unit_id: str) -> list[Turn]:
@@ -377,7 +341,7 @@ def provenance(con: duckdb.DuckDBPyConnection, unit_id: str) -> list[Turn]:
     ).fetchall()
     found: dict[str, Turn] = {}
     for r in rows:
-        found.setdefault(r[0], _turn(r))
+        found.setdefault(r[0], turn_of_row(r))
     return [found[s] for s in sources if s in found]
 
 
@@ -414,29 +378,10 @@ def unit_context(con: duckdb.DuckDBPyConnection, unit: Unit, around: int = 3) ->
         tuple(sources),
         document_id,
         title or "",
-        tuple(_turn(r) for r in rows),
+        tuple(turn_of_row(r) for r in rows),
         first < lo,
         last > hi,
     )
-
-
-def sources_of(con: duckdb.DuckDBPyConnection, unit_ids: Sequence[str]) -> dict[str, list[Turn]]:
-    """The source turns of each unit found in its own document, in its source
-    order (one query for all of them; `provenance` also looks elsewhere)."""
-    if not unit_ids:
-        return {}
-    rows = con.execute(
-        "SELECT u.id, list_position(u.source_ids, t.id) AS pos, t.id, t.speaker, t.text,"
-        " t.timestamp, coalesce(t.session, ''), t.idx, t.tags, t.metadata"
-        " FROM units u JOIN turns t ON t.document_id = u.document_id"
-        " AND list_contains(u.source_ids, t.id)"
-        " WHERE u.id IN (SELECT unnest(?)) ORDER BY u.id, pos",
-        [list(unit_ids)],
-    ).fetchall()
-    out: dict[str, list[Turn]] = {}
-    for row in rows:
-        out.setdefault(row[0], []).append(_turn(row[2:]))
-    return out
 
 
 def stored_document(con: duckdb.DuckDBPyConnection, document_id: str) -> Document:
@@ -484,7 +429,6 @@ __all__ = [
     "new_document_id",
     "provenance",
     "remove_document",
-    "sources_of",
     "stored_document",
     "stored_with_hash",
     "units_of",

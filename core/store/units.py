@@ -8,7 +8,8 @@ formatted into SQL.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -276,14 +277,26 @@ def all_units(con: duckdb.DuckDBPyConnection) -> list[Unit]:
     """Every unit (any status) with its entities, as `get_units` gives them: one
     scan of each table, not a list of ids to match. `con` must be a cursor of
     its own: both scans read one snapshot, in a transaction of their own."""
+    with read_snapshot(con):
+        return scan_units(con)
+
+
+@contextmanager
+def read_snapshot(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Reads on `con` (a cursor of its own) that all see one snapshot."""
     con.execute("BEGIN TRANSACTION")
     try:
-        pairs = con.execute(
-            "SELECT unit_id, entity_id FROM mentions ORDER BY unit_id, entity_id"
-        ).fetchall()
-        rows = con.execute(f"SELECT {UNIT_COLUMNS} FROM units u").fetchall()
+        yield con
     finally:
         con.execute("ROLLBACK")
+
+
+def scan_units(con: duckdb.DuckDBPyConnection) -> list[Unit]:
+    """`all_units` inside the caller's snapshot (`read_snapshot`)."""
+    pairs = con.execute(
+        "SELECT unit_id, entity_id FROM mentions ORDER BY unit_id, entity_id"
+    ).fetchall()
+    rows = con.execute(f"SELECT {UNIT_COLUMNS} FROM units u").fetchall()
     mentions: dict[str, list[str]] = {}
     for unit_id, entity_id in pairs:
         mentions.setdefault(unit_id, []).append(entity_id)

@@ -157,3 +157,32 @@ def test_prepare_recall_loads_the_link_graph_once(chat):
     assert chat.prepare_recall() == "current"
     result = chat.recall("pottery", channels=["graph"])
     assert result.trace.to_dict()["channels"]["graph"]["links"]["state"] == "current"
+
+
+def test_speakers_and_their_facts_from_memory_are_duckdbs(chat):
+    """A small bank answers speaker focus from memory (the units' labels), the
+    same as from DuckDB, before and after the speaker's entity is renamed."""
+    from core.recall.unitcache import labels_in_memory
+
+    everything = [u.id for u in chat.units(limit=100)]
+
+    def both(query: str):
+        chat.prepare_recall()
+        labels = labels_in_memory(chat.store)
+        assert labels is not None
+        memory = (
+            speakers(chat.store, query, labels),
+            spoken_by(chat.store, everything, ["Melanie"], labels),
+        )
+        assert memory == (
+            speakers(chat.store, query),
+            spoken_by(chat.store, everything, ["Melanie"]),
+        )
+        return memory
+
+    who, spoken = both("What does Melanie do to relax?")
+    assert who.named == ("Melanie",) and spoken == said_by(chat, "Melanie")
+    melanie = next(e for e in chat.entities() if e.name == "Melanie")
+    chat.rename_entity(melanie.id, "Mel")
+    who, _ = both("What does Mel do to relax?")
+    assert who.named == ("Melanie",) and "Mel" in who.names["Melanie"]
