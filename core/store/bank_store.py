@@ -537,17 +537,23 @@ class BankStore:
         from core.store.vectors import VectorIndex
 
         with self._write_lock:
-            self.sync_indexes()
+            # Not `sync_indexes` first: the fresh indexes are built from every unit
+            # DuckDB holds, so what is queued is done by the build (the queue is
+            # emptied once they are swapped in; a crash before leaves it, and the
+            # next open indexes those ids again, which is harmless).
             self._forget_exact()
             vectors_dir, bm25_dir = self.folder / VECTORS_DIR, self.folder / BM25_DIR
             fresh_vectors, fresh_bm25 = rebuild.build_fresh(
                 self.reader(), vectors_dir, bm25_dir, self.dim
             )
-            self.lexical.close()
+            # Closed if open; never opened for this (opening runs `recover`, which
+            # would index the whole bank into the indexes about to be replaced).
+            self._close_indexes()
             rebuild.swap(fresh_vectors, vectors_dir)
             rebuild.swap(fresh_bm25, bm25_dir)
             self._vectors = VectorIndex(vectors_dir, self.dim)
             self._lexical = LexicalIndex(bm25_dir)
+            self.reader().execute("DELETE FROM index_queue")
 
     # -- lifecycle -----------------------------------------------------------
 

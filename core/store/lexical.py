@@ -72,6 +72,16 @@ class LexicalIndex:
             writer.commit()
             self._index.reload()
 
+    def add(self, docs: Iterable[tuple[str, str, str]]) -> None:
+        """docs: (id, network, text) of units this index does not hold (a fresh
+        index being filled): added without `upsert`'s delete first."""
+        with self._lock:
+            writer = self._get_writer()
+            for unit_id, network, text in docs:
+                writer.add_document(tantivy.Document(id=unit_id, network=network, text=text))
+            writer.commit()
+            self._index.reload()
+
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return

@@ -46,7 +46,7 @@ def fill_indexes(
             if batch.num_rows == 0:
                 continue
             vectors.append(pa.Table.from_batches([batch]).select(VECTOR_COLUMNS))
-            lexical.upsert(
+            lexical.add(
                 zip(
                     batch.column("id").to_pylist(),
                     batch.column("network").to_pylist(),
